@@ -1,0 +1,156 @@
+/*
+ * sgtopk: exact top-K selection and top-k/top-p filtering on NVIDIA GPUs.
+ *
+ * Public C API. Plain C, opaque handles, every call returns a status; the
+ * message of the last failure on the calling thread is sgtopk_last_error().
+ * Nothing here aborts the process or throws.
+ *
+ * One call, end to end:
+ *   sgtopk_compile(problem, options) -> plan (planned, generated, compiled with
+ *   NVRTC or loaded from the disk cache, and, when a device is named, loaded)
+ *   sgtopk_select(plan, args, stream) -> indices (and values) on the device
+ *
+ * Versioning: structs carry `struct_size` (set it with the SGTOPK_*_INIT
+ * macros); fields are only ever appended.
+ */
+#ifndef SGTOPK_SGTOPK_H
+#define SGTOPK_SGTOPK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(SGTOPK_BUILDING) && defined(__GNUC__)
+#define SGTOPK_API __attribute__((visibility("default")))
+#else
+#define SGTOPK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SGTOPK_VERSION_MAJOR 0
+#define SGTOPK_VERSION_MINOR 1
+#define SGTOPK_VERSION_PATCH 0
+
+/* The driver API's stream type (CUstream, cudaStream_t) without including cuda.h. */
+struct CUstream_st;
+typedef struct CUstream_st* sgtopk_stream;
+/* A device address (CUdeviceptr). */
+typedef uint64_t sgtopk_devptr;
+
+typedef enum sgtopk_status {
+  SGTOPK_OK = 0,
+  SGTOPK_ERROR_INVALID_ARGUMENT = 1, /* the caller passed something the contract rejects */
+  SGTOPK_ERROR_POLICY = 2,           /* policy TOML: syntax, unknown key, wrong type, range */
+  SGTOPK_ERROR_COMPILE = 3,          /* NVRTC failed; the message names the reproduction folder */
+  SGTOPK_ERROR_NO_DRIVER = 4,        /* libcuda.so.1 could not be opened, or no device */
+  SGTOPK_ERROR_CUDA = 5,             /* a driver API call failed */
+  SGTOPK_ERROR_UNSUPPORTED = 6,      /* valid request this build cannot serve */
+  SGTOPK_ERROR_INTERNAL = 7
+} sgtopk_status;
+
+typedef enum sgtopk_operator {
+  SGTOPK_OP_SELECT = 1, /* exact top-K indices per row (sparse-attention indexer) */
+  SGTOPK_OP_FILTER = 2  /* top-k / top-p masking (sampling); not yet available */
+} sgtopk_operator;
+
+typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
+
+/* Problem flags. */
+#define SGTOPK_VALUES  (1u << 0) /* also write the selected scores */
+#define SGTOPK_SORTED  (1u << 1) /* order each row by value descending, ties by index ascending */
+#define SGTOPK_STARTS  (1u << 2) /* rows carry a start offset (args.starts) */
+
+/* What the user asks for. Shapes here are fixed in the plan; the live row
+ * count, the lengths and the starts are device inputs of each launch. */
+typedef struct sgtopk_problem {
+  uint32_t struct_size;
+  sgtopk_operator op;
+  sgtopk_dtype dtype;
+  int32_t k;          /* rank, 1..8192 */
+  int64_t rows;       /* row capacity */
+  int64_t width;      /* longest valid row, elements */
+  int64_t pitch;      /* row stride of scores in elements; 0 means width */
+  int64_t out_pitch;  /* row stride of indices/values in elements; 0 means k */
+  uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS */
+} sgtopk_problem;
+#define SGTOPK_PROBLEM_INIT {sizeof(sgtopk_problem), SGTOPK_OP_SELECT, SGTOPK_F32, 0, 0, 0, 0, 0, 0u}
+
+/* How to compile. With device >= 0 the plan is loaded on that device and
+ * can launch; with device < 0 it is compiled for `arch` only (no GPU needed:
+ * prewarming a cache on a build box). */
+typedef struct sgtopk_compile_options {
+  uint32_t struct_size;
+  int32_t device;           /* CUDA device ordinal, or -1 for compile-only */
+  const char* arch;         /* "sm_90"; NULL: the device's own (required when device < 0) */
+  const char* policy_file;  /* TOML file, or NULL */
+  const char* policy_toml;  /* TOML text, or NULL (applied after policy_file) */
+  const char* family;       /* force a kernel family by name, NULL: the planner's choice */
+  int32_t own_workspace;    /* nonzero: the plan allocates its workspace at compile time */
+} sgtopk_compile_options;
+#define SGTOPK_COMPILE_OPTIONS_INIT {sizeof(sgtopk_compile_options), -1, NULL, NULL, NULL, NULL, 0}
+
+/* Device pointers of one select launch. Optional pointers may be 0. */
+typedef struct sgtopk_select_args {
+  uint32_t struct_size;
+  sgtopk_devptr scores;     /* float[rows][pitch] */
+  sgtopk_devptr lengths;    /* int32[rows] valid lengths; 0: every row has `width` */
+  sgtopk_devptr starts;     /* int32[rows] window starts (needs SGTOPK_STARTS) */
+  sgtopk_devptr live_rows;  /* int32 scalar: rows at or past it are untouched; 0: all rows */
+  sgtopk_devptr indices;    /* int32[rows][out_pitch] output */
+  sgtopk_devptr values;     /* float[rows][out_pitch] output (needs SGTOPK_VALUES) */
+  sgtopk_devptr workspace;  /* sgtopk_workspace_size bytes; 0: the plan's own */
+} sgtopk_select_args;
+#define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0}
+
+typedef struct sgtopk_plan_s* sgtopk_plan;
+typedef struct sgtopk_graph_s* sgtopk_graph;
+
+/* What a plan is, for logs and tests. Strings live as long as the plan. */
+typedef struct sgtopk_plan_info {
+  uint32_t struct_size;
+  const char* family;       /* kernel family name */
+  const char* parameters;   /* every specialization parameter, "name=value" lines */
+  const char* cache_key;    /* 32 hex digits (xxh3-128) */
+  const char* arch;         /* compiled target, "sm_90" */
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t dynamic_smem_bytes;
+  uint64_t workspace_bytes;
+  int32_t from_cache;       /* 0: compiled now; 1: memory cache; 2: disk cache */
+  double compile_ms;        /* NVRTC time (0 when served from a cache) */
+  double load_ms;           /* module load time (0 when compile-only) */
+} sgtopk_plan_info;
+#define SGTOPK_PLAN_INFO_INIT {sizeof(sgtopk_plan_info)}
+
+SGTOPK_API const char* sgtopk_version_string(void);
+SGTOPK_API const char* sgtopk_status_string(sgtopk_status status);
+/* Message of the last failing call on this thread ("" when none). */
+SGTOPK_API const char* sgtopk_last_error(void);
+
+SGTOPK_API sgtopk_status sgtopk_compile(const sgtopk_problem* problem, const sgtopk_compile_options* options,
+                             sgtopk_plan* out_plan);
+SGTOPK_API sgtopk_status sgtopk_plan_destroy(sgtopk_plan plan);
+SGTOPK_API sgtopk_status sgtopk_workspace_size(sgtopk_plan plan, size_t* bytes);
+SGTOPK_API sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info* info);
+/* A human-readable description of the plan (policy values included). */
+SGTOPK_API const char* sgtopk_plan_text(sgtopk_plan plan);
+
+/* Enqueue one selection on `stream`. Never allocates, synchronizes or reads
+ * device memory on the host: safe inside CUDA graph capture. One launch per
+ * plan per stream at a time when the plan's own workspace is used. */
+SGTOPK_API sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream);
+
+/* A graph object: the launch captured once, replayed many times. Pointers
+ * can be replaced without rebuilding; live_rows and lengths are read on the
+ * device at each replay, so changing their contents needs no update. */
+SGTOPK_API sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_graph* out_graph);
+SGTOPK_API sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args);
+SGTOPK_API sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream);
+SGTOPK_API sgtopk_status sgtopk_graph_destroy(sgtopk_graph graph);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+#endif /* SGTOPK_SGTOPK_H */
