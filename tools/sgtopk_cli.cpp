@@ -1,1 +1,413 @@
-int main() { return 0; }
+// sgtopk: the command-line tool.
+//
+//   sgtopk plan [problem options | PROBLEM.toml]   plan, compile (or hit the cache), print the plan
+//   sgtopk prewarm MANIFEST.toml [--jobs N]          compile every plan of a deployment manifest into the cache
+//   sgtopk env                                       environment variables, cache and driver status
+//   sgtopk selftest [problem options]                on a GPU: compile, run, verify against the CPU reference, time
+//
+// It goes through the public C API for everything a user could do, and
+// reaches into the library only for the CPU reference and device memory.
+#include <sgtopk/sgtopk.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/kernel_cache.h"
+#include "runtime/driver.h"
+#include "runtime/knobs.h"
+#include "runtime/reference.h"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: sgtopk <command> [options]\n"
+               "  plan     [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
+               "           [--arch sm_90 | --device D] [--policy FILE] [--family NAME] [PROBLEM.toml]\n"
+               "  prewarm  MANIFEST.toml [--jobs N] [--arch sm_90] [--policy FILE]\n"
+               "  env\n"
+               "  selftest [--k N] [--rows R] [--width W] [--device D] [--policy FILE]\n"
+               "  version\n");
+  return 2;
+}
+
+// One plan request: the problem plus how to compile it.
+struct Request {
+  std::string name = "cli";
+  sgtopk_problem problem = SGTOPK_PROBLEM_INIT;
+  std::string arch;
+  int device = -1;
+  std::string policy_file;
+  std::string family;
+};
+
+bool parse_flag_list(const toml::array* flags, uint32_t* out, std::string* error) {
+  if (!flags) return true;
+  for (const auto& f : *flags) {
+    auto v = f.value<std::string>();
+    if (!v) return *error = "flags must be strings", false;
+    if (*v == "values") *out |= SGTOPK_VALUES;
+    else if (*v == "sorted") *out |= SGTOPK_SORTED;
+    else if (*v == "starts") *out |= SGTOPK_STARTS;
+    else return *error = "unknown flag '" + *v + "' (known: values, sorted, starts)", false;
+  }
+  return true;
+}
+
+// Reads a problem table: k, rows, width, optional pitch, out_pitch, flags, name.
+bool request_from_table(const toml::table& t, Request* r, std::string* error) {
+  static const char* known[] = {"name", "k", "rows", "width", "pitch", "out_pitch", "flags", "family"};
+  for (const auto& [key, value] : t) {
+    (void)value;
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }) ==
+        std::end(known))
+      return *error = "unknown key '" + std::string(key.str()) + "'", false;
+  }
+  r->name = t["name"].value_or(r->name);
+  r->problem.k = static_cast<int32_t>(t["k"].value_or(int64_t{0}));
+  r->problem.rows = t["rows"].value_or(int64_t{0});
+  r->problem.width = t["width"].value_or(int64_t{0});
+  r->problem.pitch = t["pitch"].value_or(int64_t{0});
+  r->problem.out_pitch = t["out_pitch"].value_or(int64_t{0});
+  r->family = t["family"].value_or(std::string());
+  return parse_flag_list(t["flags"].as_array(), &r->problem.flags, error);
+}
+
+// Parses --options; returns false (with a message) on a bad one. Positional
+// arguments are collected in `positional`.
+bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std::string>* positional, int* jobs) {
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* what) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "sgtopk: %s needs a value\n", what);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&](const char* what) -> int64_t {
+      std::string v = value(what);
+      try {
+        size_t used = 0;
+        int64_t n = std::stoll(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+        return n;
+      } catch (...) {
+        std::fprintf(stderr, "sgtopk: %s expects an integer, got '%s'\n", what, v.c_str());
+        std::exit(2);
+      }
+    };
+    if (a == "--k") r->problem.k = static_cast<int32_t>(number("--k"));
+    else if (a == "--rows") r->problem.rows = number("--rows");
+    else if (a == "--width") r->problem.width = number("--width");
+    else if (a == "--pitch") r->problem.pitch = number("--pitch");
+    else if (a == "--values") r->problem.flags |= SGTOPK_VALUES;
+    else if (a == "--sorted") r->problem.flags |= SGTOPK_SORTED;
+    else if (a == "--starts") r->problem.flags |= SGTOPK_STARTS;
+    else if (a == "--arch") r->arch = value("--arch");
+    else if (a == "--device") r->device = static_cast<int>(number("--device"));
+    else if (a == "--policy") r->policy_file = value("--policy");
+    else if (a == "--family") r->family = value("--family");
+    else if (a == "--jobs" && jobs) *jobs = static_cast<int>(number("--jobs"));
+    else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "sgtopk: unknown option %s\n", a.c_str());
+      return false;
+    } else positional->push_back(a);
+  }
+  return true;
+}
+
+sgtopk_compile_options options_for(const Request& r) {
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = r.device;
+  o.arch = r.arch.empty() ? nullptr : r.arch.c_str();
+  o.policy_file = r.policy_file.empty() ? nullptr : r.policy_file.c_str();
+  o.family = r.family.empty() ? nullptr : r.family.c_str();
+  return o;
+}
+
+int cmd_plan(int argc, char** argv) {
+  Request r;
+  r.problem.k = 2048;
+  r.problem.rows = 4096;
+  r.problem.width = 262144;
+  std::vector<std::string> positional;
+  if (!parse_options(argc, argv, 2, &r, &positional, nullptr)) return 2;
+  if (positional.size() > 1) return usage();
+  if (positional.size() == 1) {
+    try {
+      toml::table t = toml::parse_file(positional[0]);
+      const toml::table* problem = t["problem"].as_table();
+      std::string error;
+      if (!request_from_table(problem ? *problem : t, &r, &error)) {
+        std::fprintf(stderr, "sgtopk: %s: %s\n", positional[0].c_str(), error.c_str());
+        return 2;
+      }
+    } catch (const toml::parse_error& e) {
+      std::fprintf(stderr, "sgtopk: %s:%u: %s\n", positional[0].c_str(), e.source().begin.line,
+                   std::string(e.description()).c_str());
+      return 2;
+    }
+  }
+  sgtopk_compile_options o = options_for(r);
+  sgtopk_plan plan = nullptr;
+  if (sgtopk_compile(&r.problem, &o, &plan) != SGTOPK_OK) {
+    std::fprintf(stderr, "sgtopk: %s\n", sgtopk_last_error());
+    return 1;
+  }
+  std::printf("%s", sgtopk_plan_text(plan));
+  sgtopk_plan_destroy(plan);
+  return 0;
+}
+
+int cmd_prewarm(int argc, char** argv) {
+  Request defaults;
+  std::vector<std::string> positional;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!parse_options(argc, argv, 2, &defaults, &positional, &jobs) || positional.size() != 1) return usage();
+  const std::string manifest_path = positional[0];
+
+  std::vector<Request> requests;
+  try {
+    toml::table manifest = toml::parse_file(manifest_path);
+    const std::filesystem::path base = std::filesystem::path(manifest_path).parent_path();
+    std::string arch = manifest["arch"].value_or(std::string("sm_90"));
+    if (!defaults.arch.empty()) arch = defaults.arch;
+    std::string policy = defaults.policy_file;
+    if (policy.empty()) {
+      if (auto p = manifest["policy"].value<std::string>()) policy = (base / *p).string();
+    }
+    const toml::array* plans = manifest["plan"].as_array();
+    if (!plans || plans->empty()) {
+      std::fprintf(stderr, "sgtopk: %s: no [[plan]] entries\n", manifest_path.c_str());
+      return 2;
+    }
+    int n = 0;
+    for (const auto& node : *plans) {
+      ++n;
+      const toml::table* t = node.as_table();
+      Request r;
+      r.name = "plan " + std::to_string(n);
+      r.arch = arch;
+      r.policy_file = policy;
+      std::string error;
+      if (!t || !request_from_table(*t, &r, &error)) {
+        std::fprintf(stderr, "sgtopk: %s: [[plan]] #%d: %s\n", manifest_path.c_str(), n,
+                     t ? error.c_str() : "not a table");
+        return 2;
+      }
+      requests.push_back(r);
+    }
+  } catch (const toml::parse_error& e) {
+    std::fprintf(stderr, "sgtopk: %s:%u: %s\n", manifest_path.c_str(), e.source().begin.line,
+                 std::string(e.description()).c_str());
+    return 2;
+  }
+
+  std::printf("prewarm: %zu plans from %s, %d jobs, cache %s\n", requests.size(), manifest_path.c_str(), jobs,
+              sgtopk::global_kernel_cache().disk().enabled()
+                  ? sgtopk::global_kernel_cache().disk().dir().string().c_str()
+                  : "(memory only)");
+  std::atomic<size_t> next{0};
+  std::atomic<int> hits{0}, compiled{0}, failed{0};
+  std::mutex print;
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < requests.size(); i = next++) {
+      const Request& r = requests[i];
+      sgtopk_compile_options o = options_for(r);
+      sgtopk_plan plan = nullptr;
+      const auto begin = std::chrono::steady_clock::now();
+      sgtopk_status status = sgtopk_compile(&r.problem, &o, &plan);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+      std::lock_guard<std::mutex> lock(print);
+      ++done;
+      if (status != SGTOPK_OK) {
+        ++failed;
+        std::printf("[%zu/%zu] %s: FAILED: %s\n", done, requests.size(), r.name.c_str(), sgtopk_last_error());
+        continue;
+      }
+      sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+      sgtopk_plan_describe(plan, &info);
+      const bool hit = info.from_cache != 0;
+      (hit ? hits : compiled)++;
+      std::printf("[%zu/%zu] %s: %s %s, key %s, %s (%.1f ms)\n", done, requests.size(), r.name.c_str(), info.family,
+                  info.arch, info.cache_key, hit ? (info.from_cache == 2 ? "disk cache hit" : "memory cache hit") : "compiled",
+                  ms);
+      std::fflush(stdout);
+      sgtopk_plan_destroy(plan);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  std::printf("prewarm summary: %zu plans: %d cache hits, %d compiled, %d failed\n", requests.size(), hits.load(),
+              compiled.load(), failed.load());
+  return failed ? 1 : 0;
+}
+
+int cmd_env() {
+  std::printf("sgtopk %s\n\nenvironment variables:\n", sgtopk_version_string());
+  for (const auto& k : sgtopk::all_knobs()) {
+    const char* v = std::getenv(k.name);
+    std::printf("  %-26s = %-40s (default %s)\n      %s\n", k.name, v ? v : "(unset)", k.default_text, k.help);
+  }
+  const auto& kn = sgtopk::knobs();
+  std::printf("\neffective:\n  cache dir   %s%s\n  dump dir    %s\n  verbose     %d\n", kn.cache_dir.c_str(),
+              kn.disable_disk_cache ? " (disabled)" : "", kn.dump_dir.c_str(), kn.verbose);
+  std::string why;
+  if (sgtopk::driver_available(&why)) {
+    int version = 0;
+    sgtopk::driver().cuDriverGetVersion(&version);
+    std::printf("  driver      CUDA %d.%d\n", version / 1000, (version % 1000) / 10);
+  } else {
+    std::printf("  driver      %s\n", why.c_str());
+  }
+  return 0;
+}
+
+// --- selftest ---------------------------------------------------------------
+
+struct DeviceMemory {
+  CUdeviceptr ptr = 0;
+  explicit DeviceMemory(size_t bytes) {
+    sgtopk::check_cuda(sgtopk::driver().cuMemAlloc(&ptr, std::max<size_t>(bytes, 4)), "cuMemAlloc");
+  }
+  ~DeviceMemory() {
+    if (ptr) sgtopk::driver().cuMemFree(ptr);
+  }
+};
+
+int cmd_selftest(int argc, char** argv) {
+  Request r;
+  r.problem.k = 2048;
+  r.problem.rows = 512;
+  r.problem.width = 131072;
+  r.device = 0;
+  std::vector<std::string> positional;
+  if (!parse_options(argc, argv, 2, &r, &positional, nullptr) || !positional.empty()) return usage();
+  std::string why;
+  if (!sgtopk::driver_available(&why)) {
+    std::printf("selftest: skipped: %s\n", why.c_str());
+    return 0;
+  }
+  try {
+    const sgtopk::DriverApi& cu = sgtopk::driver();
+    CUdevice dev;
+    CUcontext ctx;
+    sgtopk::check_cuda(cu.cuDeviceGet(&dev, r.device), "cuDeviceGet");
+    sgtopk::check_cuda(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    sgtopk::check_cuda(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+
+    sgtopk_compile_options o = options_for(r);
+    o.own_workspace = 1;
+    sgtopk_plan plan = nullptr;
+    const auto begin = std::chrono::steady_clock::now();
+    if (sgtopk_compile(&r.problem, &o, &plan) != SGTOPK_OK) {
+      std::fprintf(stderr, "selftest: compile failed: %s\n", sgtopk_last_error());
+      return 1;
+    }
+    const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+    sgtopk_plan_describe(plan, &info);
+
+    // Causal ragged rows: row i has length width - rows + 1 + i (clamped).
+    const int64_t rows = r.problem.rows, width = r.problem.width, k = r.problem.k;
+    std::vector<float> scores(static_cast<size_t>(rows * width));
+    std::vector<int32_t> lengths(static_cast<size_t>(rows));
+    std::mt19937_64 rng(20261129);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& x : scores) x = std::max(0.0f, normal(rng));  // ReLU-like: many exact zeros
+    for (int64_t i = 0; i < rows; ++i) lengths[i] = static_cast<int32_t>(std::max<int64_t>(0, width - rows + 1 + i));
+
+    DeviceMemory d_scores(scores.size() * 4), d_len(lengths.size() * 4), d_idx(static_cast<size_t>(rows * k) * 4);
+    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_scores.ptr, scores.data(), scores.size() * 4), "cuMemcpyHtoD");
+    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_len.ptr, lengths.data(), lengths.size() * 4), "cuMemcpyHtoD");
+    sgtopk::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, static_cast<size_t>(rows * k)), "cuMemsetD32");
+
+    sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
+    args.scores = d_scores.ptr;
+    args.lengths = d_len.ptr;
+    args.indices = d_idx.ptr;
+    if (sgtopk_select(plan, &args, nullptr) != SGTOPK_OK) {
+      std::fprintf(stderr, "selftest: launch failed: %s\n", sgtopk_last_error());
+      return 1;
+    }
+    sgtopk::check_cuda(cu.cuCtxSynchronize(), "kernel");
+    std::vector<int32_t> indices(static_cast<size_t>(rows * k));
+    sgtopk::check_cuda(cu.cuMemcpyDtoH(indices.data(), d_idx.ptr, indices.size() * 4), "cuMemcpyDtoH");
+    int bad_rows = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::string problem = sgtopk::reference::check_select_row(&scores[static_cast<size_t>(i * width)], lengths[i],
+                                                                 static_cast<int>(k), &indices[static_cast<size_t>(i * k)],
+                                                                 nullptr, false);
+      if (!problem.empty() && bad_rows++ < 3) std::printf("selftest: row %lld: %s\n", static_cast<long long>(i), problem.c_str());
+    }
+
+    // Time graph replays with events.
+    sgtopk_graph graph = nullptr;
+    if (sgtopk_graph_create(plan, &args, &graph) != SGTOPK_OK) {
+      std::fprintf(stderr, "selftest: graph failed: %s\n", sgtopk_last_error());
+      return 1;
+    }
+    CUevent start, stop;
+    cu.cuEventCreate(&start, 0);
+    cu.cuEventCreate(&stop, 0);
+    for (int i = 0; i < 5; ++i) sgtopk_graph_launch(graph, nullptr);
+    const int reps = 50;
+    cu.cuEventRecord(start, nullptr);
+    for (int i = 0; i < reps; ++i) sgtopk_graph_launch(graph, nullptr);
+    cu.cuEventRecord(stop, nullptr);
+    sgtopk::check_cuda(cu.cuEventSynchronize(stop), "graph replay");
+    float total_ms = 0;
+    cu.cuEventElapsedTime(&total_ms, start, stop);
+    double bytes = 0;
+    for (int32_t l : lengths) bytes += 4.0 * l;
+    const double ms = total_ms / reps;
+    std::printf("selftest: %s K=%lld rows=%lld width=%lld on %s: %s, %.3f ms per call (%.0f GB/s of valid scores), "
+                "compile+load %.1f ms (%s)\n",
+                info.family, static_cast<long long>(k), static_cast<long long>(rows), static_cast<long long>(width),
+                info.arch, bad_rows == 0 ? "exact" : "WRONG", ms, bytes / (ms * 1e6), compile_ms,
+                info.from_cache ? "from cache" : "compiled");
+    sgtopk_graph_destroy(graph);
+    sgtopk_plan_destroy(plan);
+    cu.cuEventDestroy(start);
+    cu.cuEventDestroy(stop);
+    return bad_rows == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "selftest: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string command = argv[1];
+  if (command == "plan") return cmd_plan(argc, argv);
+  if (command == "prewarm") return cmd_prewarm(argc, argv);
+  if (command == "env") return cmd_env();
+  if (command == "selftest") return cmd_selftest(argc, argv);
+  if (command == "version" || command == "--version") {
+    std::printf("sgtopk %s\n", sgtopk_version_string());
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    usage();
+    return 0;
+  }
+  std::fprintf(stderr, "sgtopk: unknown command '%s'\n", command.c_str());
+  return usage();
+}

@@ -122,7 +122,7 @@ typedef struct sgtopk_plan_info {
   double compile_ms;        /* NVRTC time (0 when served from a cache) */
   double load_ms;           /* module load time (0 when compile-only) */
 } sgtopk_plan_info;
-#define SGTOPK_PLAN_INFO_INIT {sizeof(sgtopk_plan_info)}
+#define SGTOPK_PLAN_INFO_INIT {sizeof(sgtopk_plan_info), NULL, NULL, NULL, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0.0, 0.0}
 
 SGTOPK_API const char* sgtopk_version_string(void);
 SGTOPK_API const char* sgtopk_status_string(sgtopk_status status);

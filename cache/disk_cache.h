@@ -1,0 +1,59 @@
+// The on-disk cubin cache: one file per key, published atomically, verified on
+// every load.
+//
+// Layout: <dir>/<first 2 hex digits of the key>/<32 hex digits>.sgtopkbin
+// (the two-digit fan-out keeps directories small for large caches). Temporary
+// files live next to their final name as
+// <32 hex>.sgtopkbin.tmp.<pid>.<thread>.<random> and are renamed over it.
+//
+// Entry file format (all integers little-endian):
+//   offset  size  field
+//        0     8  magic "SGTOPKC\0"
+//        8     4  uint32 format version (kCacheFormatVersion)
+//       12     4  uint32 manifest bytes (M)
+//       16     8  uint64 payload bytes (P, > 0)
+//       24     8  uint64 xxh3-64 of the payload
+//       32     8  uint64 xxh3-64 of bytes [0, 32) followed by the manifest
+//       40     M  manifest text (make_manifest of the key's inputs)
+//     40+M     P  payload (the cubin)
+// The file size must be exactly 40 + M + P.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/cache_key.h"
+
+namespace sgtopk {
+
+inline constexpr char kCacheEntryExtension[] = ".sgtopkbin";
+
+class DiskCache {
+ public:
+  // dir empty or disabled=true -> memory-only, silently. If the directory
+  // cannot be created or is not writable -> memory-only with one warning
+  // naming the directory and the reason.
+  DiskCache(std::filesystem::path dir, bool disabled);
+
+  bool enabled() const { return enabled_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path entry_path(const CacheKey& key) const;
+
+  // The cubin when a valid entry exists. An invalid entry (truncated,
+  // corrupted, other manifest) is reported with one warning naming the file
+  // and the reason, removed, and nullopt is returned. Never throws.
+  std::optional<std::vector<char>> load(const CacheKey& key, const std::string& manifest) const;
+
+  // Atomic publish (temp file, fsync, rename). Never publishes an empty
+  // payload. A failing write warns once per directory and never throws.
+  void store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const;
+
+ private:
+  std::filesystem::path dir_;
+  bool enabled_ = false;
+};
+
+}  // namespace sgtopk

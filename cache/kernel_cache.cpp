@@ -1,0 +1,83 @@
+#include "cache/kernel_cache.h"
+
+#include <chrono>
+#include <exception>
+
+#include "runtime/error.h"
+#include "runtime/knobs.h"
+#include "runtime/log.h"
+
+namespace sgtopk {
+
+KernelCache::KernelCache(DiskCache disk) : disk_(std::move(disk)) {}
+
+CachedBinary KernelCache::get_or_compile(const CacheKey& key, const std::string& manifest,
+                                         const std::function<std::vector<char>()>& compile) {
+  std::promise<Binary> promise;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      std::shared_future<Binary> pending = it->second;
+      lock.unlock();
+      Binary cubin = pending.get();  // waits for the thread in flight; rethrows its failure
+      std::lock_guard<std::mutex> relock(mutex_);
+      ++stats_.memory_hits;
+      return {std::move(cubin), CacheSource::memory, 0.0};
+    }
+    // We lead this key: publish a pending entry so others wait on us.
+    entries_.emplace(key, promise.get_future().share());
+  }
+
+  // Disk and compile run without the lock, so other keys proceed in parallel.
+  Binary cubin;
+  CacheSource source = CacheSource::disk;
+  double ms = 0.0;
+  try {
+    if (auto bytes = disk_.load(key, manifest)) {
+      cubin = std::make_shared<const std::vector<char>>(std::move(*bytes));
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<char> compiled = compile();
+      ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      // An empty binary can never be loaded; treat it as a failed compile rather than cache it.
+      if (compiled.empty()) fail(SGTOPK_ERROR_INTERNAL, "kernel compile produced an empty binary (key " + key.hex() + ")");
+      cubin = std::make_shared<const std::vector<char>>(std::move(compiled));
+      source = CacheSource::compiled;
+    }
+  } catch (...) {
+    // Forget the key before waking the waiters, so a later call compiles again.
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      entries_.erase(key);
+      ++stats_.failed;
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+
+  promise.set_value(cubin);  // wake the waiters before the (fsync'ing) disk write
+  if (source == CacheSource::compiled) disk_.store(key, manifest, *cubin);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++(source == CacheSource::compiled ? stats_.compiled : stats_.disk_hits);
+  }
+  if (source == CacheSource::compiled) {
+    log_info("kernel cache: compiled " + key.hex() + " in " + std::to_string(ms) + " ms");
+  } else {
+    log_info("kernel cache: disk hit " + key.hex());
+  }
+  return {std::move(cubin), source, ms};
+}
+
+KernelCache::Stats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+KernelCache& global_kernel_cache() {
+  // Never destroyed: kernels may still be requested from threads running at exit.
+  static KernelCache* cache = new KernelCache(DiskCache(knobs().cache_dir, knobs().disable_disk_cache));
+  return *cache;
+}
+
+}  // namespace sgtopk

@@ -1,0 +1,63 @@
+// The process-wide kernel cache: memory in front of the disk cache, with one
+// compile per key in flight at a time (other threads asking for the same key
+// wait for it instead of running NVRTC again).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache_key.h"
+#include "cache/disk_cache.h"
+
+namespace sgtopk {
+
+enum class CacheSource { compiled = 0, memory = 1, disk = 2 };
+
+struct CachedBinary {
+  std::shared_ptr<const std::vector<char>> cubin;
+  CacheSource source;
+  double compile_ms = 0;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(DiskCache disk);
+
+  // Memory hit -> memory; else disk hit -> disk (and kept in memory); else runs
+  // `compile` once per key in this process (concurrent callers wait and get
+  // source=memory), stores the result to disk and returns source=compiled.
+  // If `compile` throws (or returns an empty binary), nothing is cached, the
+  // exception reaches every waiter, and a later call compiles again.
+  CachedBinary get_or_compile(const CacheKey& key, const std::string& manifest,
+                              const std::function<std::vector<char>()>& compile);
+
+  const DiskCache& disk() const { return disk_; }
+
+  // memory_hits counts callers served from memory, including those that waited
+  // for another thread's load or compile; failed counts compiles that threw.
+  struct Stats {
+    uint64_t memory_hits = 0, disk_hits = 0, compiled = 0, failed = 0;
+  };
+  Stats stats() const;
+
+ private:
+  using Binary = std::shared_ptr<const std::vector<char>>;
+
+  DiskCache disk_;
+  mutable std::mutex mutex_;
+  // A ready future is a memory hit; a pending one is a load/compile in flight.
+  std::unordered_map<CacheKey, std::shared_future<Binary>, CacheKeyHash> entries_;
+  Stats stats_;
+};
+
+// The process-wide instance, built from knobs() (SGTOPK_CACHE_DIR,
+// SGTOPK_DISABLE_DISK_CACHE) on first use.
+KernelCache& global_kernel_cache();
+
+}  // namespace sgtopk

@@ -1,0 +1,173 @@
+// The C boundary: every entry point catches, records the message for
+// sgtopk_last_error() on this thread, and returns a status. Nothing throws
+// across it and nothing aborts.
+#include <sgtopk/sgtopk.h>
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "runtime/compiled_plan.h"
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/launch.h"
+
+struct sgtopk_plan_s {
+  std::unique_ptr<sgtopk::CompiledPlan> compiled;
+  std::string parameters;  // backing storage for sgtopk_plan_info strings
+  std::string key_hex;
+};
+
+struct sgtopk_graph_s {
+  sgtopk_plan plan;
+  std::unique_ptr<sgtopk::SelectGraph> graph;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+template <typename Body>
+sgtopk_status guarded(Body&& body) {
+  try {
+    body();
+    g_last_error.clear();
+    return SGTOPK_OK;
+  } catch (const sgtopk::Error& e) {
+    g_last_error = e.what();
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    g_last_error = "out of host memory";
+    return SGTOPK_ERROR_INTERNAL;
+  } catch (const std::exception& e) {
+    g_last_error = std::string("internal error: ") + e.what();
+    return SGTOPK_ERROR_INTERNAL;
+  } catch (...) {
+    g_last_error = "internal error: unknown exception";
+    return SGTOPK_ERROR_INTERNAL;
+  }
+}
+
+const sgtopk::CompiledPlan& launchable(sgtopk_plan plan) {
+  if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
+  const sgtopk::CompiledPlan& c = *plan->compiled;
+  if (!c.kernel)
+    sgtopk::invalid_argument("this plan was compiled for " + c.plan.arch +
+                             " without a device and cannot launch: compile it with options.device set to a CUDA device");
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* sgtopk_version_string(void) { return SGTOPK_VERSION_TEXT; }
+
+const char* sgtopk_status_string(sgtopk_status status) {
+  switch (status) {
+    case SGTOPK_OK: return "ok";
+    case SGTOPK_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case SGTOPK_ERROR_POLICY: return "policy error";
+    case SGTOPK_ERROR_COMPILE: return "compile error";
+    case SGTOPK_ERROR_NO_DRIVER: return "no CUDA driver";
+    case SGTOPK_ERROR_CUDA: return "CUDA error";
+    case SGTOPK_ERROR_UNSUPPORTED: return "unsupported";
+    case SGTOPK_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* sgtopk_last_error(void) { return g_last_error.c_str(); }
+
+sgtopk_status sgtopk_compile(const sgtopk_problem* problem, const sgtopk_compile_options* options,
+                             sgtopk_plan* out_plan) {
+  return guarded([&] {
+    if (out_plan == nullptr) sgtopk::invalid_argument("out_plan is NULL");
+    *out_plan = nullptr;
+    auto handle = std::make_unique<sgtopk_plan_s>();
+    handle->compiled = sgtopk::compile_plan(problem, options);
+    handle->parameters = handle->compiled->plan.parameters_text();
+    handle->key_hex = handle->compiled->key.hex();
+    *out_plan = handle.release();
+  });
+}
+
+sgtopk_status sgtopk_plan_destroy(sgtopk_plan plan) {
+  return guarded([&] { delete plan; });
+}
+
+sgtopk_status sgtopk_workspace_size(sgtopk_plan plan, size_t* bytes) {
+  return guarded([&] {
+    if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
+    if (bytes == nullptr) sgtopk::invalid_argument("bytes is NULL");
+    *bytes = static_cast<size_t>(plan->compiled->plan.workspace_bytes);
+  });
+}
+
+sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info* info) {
+  return guarded([&] {
+    if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
+    if (info == nullptr) sgtopk::invalid_argument("info is NULL");
+    if (info->struct_size < sizeof(sgtopk_plan_info))
+      sgtopk::invalid_argument("info.struct_size is " + std::to_string(info->struct_size) +
+                               ": initialize it with SGTOPK_PLAN_INFO_INIT");
+    const sgtopk::CompiledPlan& c = *plan->compiled;
+    info->family = c.plan.family.c_str();
+    info->parameters = plan->parameters.c_str();
+    info->cache_key = plan->key_hex.c_str();
+    info->arch = c.plan.arch.c_str();
+    info->grid[0] = c.plan.grid;
+    info->grid[1] = info->grid[2] = 1;
+    info->block[0] = c.plan.block;
+    info->block[1] = info->block[2] = 1;
+    info->dynamic_smem_bytes = c.plan.dynamic_smem_bytes;
+    info->workspace_bytes = c.plan.workspace_bytes;
+    info->from_cache = static_cast<int32_t>(c.source);
+    info->compile_ms = c.compile_ms;
+    info->load_ms = c.kernel ? c.kernel->load_ms : 0.0;
+  });
+}
+
+const char* sgtopk_plan_text(sgtopk_plan plan) { return plan ? plan->compiled->text.c_str() : ""; }
+
+sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream) {
+  return guarded([&] {
+    const sgtopk::CompiledPlan& c = launchable(plan);
+    const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(c.plan, args, c.own_workspace);
+    sgtopk::launch_select(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
+  });
+}
+
+sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_graph* out_graph) {
+  return guarded([&] {
+    if (out_graph == nullptr) sgtopk::invalid_argument("out_graph is NULL");
+    *out_graph = nullptr;
+    const sgtopk::CompiledPlan& c = launchable(plan);
+    const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(c.plan, args, c.own_workspace);
+    auto graph = std::make_unique<sgtopk_graph_s>();
+    graph->plan = plan;
+    graph->graph = std::make_unique<sgtopk::SelectGraph>(*c.kernel, c.plan, params);
+    *out_graph = graph.release();
+  });
+}
+
+sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args) {
+  return guarded([&] {
+    if (graph == nullptr) sgtopk::invalid_argument("graph is NULL");
+    const sgtopk::CompiledPlan& c = launchable(graph->plan);
+    graph->graph->update(sgtopk::make_select_params(c.plan, args, c.own_workspace));
+  });
+}
+
+sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream) {
+  return guarded([&] {
+    if (graph == nullptr) sgtopk::invalid_argument("graph is NULL");
+    graph->graph->launch(reinterpret_cast<CUstream>(stream));
+  });
+}
+
+sgtopk_status sgtopk_graph_destroy(sgtopk_graph graph) {
+  return guarded([&] { delete graph; });
+}
+
+}  // extern "C"

@@ -1,0 +1,99 @@
+#include "runtime/launch.h"
+
+#include "runtime/driver.h"
+#include "runtime/error.h"
+
+namespace sgtopk {
+
+DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args* args, uint64_t own_workspace) {
+  if (args == nullptr) invalid_argument("args is NULL");
+  if (args->struct_size < sizeof(sgtopk_select_args))
+    invalid_argument("args.struct_size is " + std::to_string(args->struct_size) + ", expected " +
+                     std::to_string(sizeof(sgtopk_select_args)) + ": initialize it with SGTOPK_SELECT_ARGS_INIT");
+  if (args->scores == 0) invalid_argument("args.scores is 0: the score matrix is required");
+  if (args->indices == 0) invalid_argument("args.indices is 0: the output index matrix is required");
+  if (args->scores % 4 != 0) invalid_argument("args.scores is not 4-byte aligned");
+  if (args->indices % 4 != 0) invalid_argument("args.indices is not 4-byte aligned");
+  if (plan.problem.values && args->values == 0)
+    invalid_argument("args.values is 0 but the plan was compiled with SGTOPK_VALUES");
+  if (!plan.problem.values && args->values != 0)
+    invalid_argument("args.values is set but the plan was compiled without SGTOPK_VALUES");
+  if (plan.problem.starts && args->starts == 0)
+    invalid_argument("args.starts is 0 but the plan was compiled with SGTOPK_STARTS");
+  if (!plan.problem.starts && args->starts != 0)
+    invalid_argument("args.starts is set but the plan was compiled without SGTOPK_STARTS");
+  const uint64_t workspace = args->workspace != 0 ? args->workspace : own_workspace;
+  if (plan.workspace_bytes > 0 && workspace == 0)
+    invalid_argument("args.workspace is 0 and the plan owns none: pass " + std::to_string(plan.workspace_bytes) +
+                     " bytes (sgtopk_workspace_size) or compile with own_workspace=1");
+  if (workspace % 16 != 0) invalid_argument("args.workspace is not 16-byte aligned");
+  return DeviceSelectParams{args->scores,  args->lengths, args->starts,
+                            args->live_rows, args->indices, args->values,
+                            workspace,     static_cast<uint64_t>(plan.problem.rows)};
+}
+
+void launch_select(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params, CUstream stream) {
+  CUlaunchConfig config = {};
+  config.gridDimX = plan.grid;
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = plan.block;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = plan.dynamic_smem_bytes;
+  config.hStream = stream;
+  DeviceSelectParams copy = params;
+  void* kernel_args[] = {&copy};
+  ScopedContext scope(kernel.context);
+  check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
+}
+
+SelectGraph::SelectGraph(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params)
+    : kernel_(kernel), plan_(plan), params_(params) {
+  const DriverApi& cu = driver();
+  ScopedContext scope(kernel.context);
+  check_cuda(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+  CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
+  check_cuda(cu.cuGraphAddKernelNode(&node_, graph_, nullptr, 0, &node), "cuGraphAddKernelNode");
+  check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
+}
+
+SelectGraph::~SelectGraph() {
+  try {
+    const DriverApi& cu = driver();
+    ScopedContext scope(kernel_.context);
+    if (exec_) cu.cuGraphExecDestroy(exec_);
+    if (graph_) cu.cuGraphDestroy(graph_);
+  } catch (...) {
+  }
+}
+
+CUDA_KERNEL_NODE_PARAMS SelectGraph::node_params(DeviceSelectParams* params) const {
+  static thread_local void* kernel_args[1];
+  kernel_args[0] = params;
+  CUDA_KERNEL_NODE_PARAMS node = {};
+  node.func = kernel_.function;
+  node.gridDimX = plan_.grid;
+  node.gridDimY = 1;
+  node.gridDimZ = 1;
+  node.blockDimX = plan_.block;
+  node.blockDimY = 1;
+  node.blockDimZ = 1;
+  node.sharedMemBytes = plan_.dynamic_smem_bytes;
+  node.kernelParams = kernel_args;  // copied by the driver when the node is added or set
+  return node;
+}
+
+void SelectGraph::update(const DeviceSelectParams& params) {
+  params_ = params;
+  ScopedContext scope(kernel_.context);
+  CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
+  check_cuda(driver().cuGraphExecKernelNodeSetParams(exec_, node_, &node), "cuGraphExecKernelNodeSetParams");
+}
+
+void SelectGraph::launch(CUstream stream) {
+  ScopedContext scope(kernel_.context);
+  check_cuda(driver().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+}
+
+}  // namespace sgtopk

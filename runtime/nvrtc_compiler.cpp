@@ -1,0 +1,109 @@
+#include "runtime/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/error.h"
+#include "runtime/knobs.h"
+
+namespace sgtopk {
+
+namespace {
+
+std::string nvrtc_error(nvrtcResult r) { return nvrtcGetErrorString(r); }
+
+// RAII over an nvrtcProgram.
+struct Program {
+  nvrtcProgram handle = nullptr;
+  ~Program() {
+    if (handle) nvrtcDestroyProgram(&handle);
+  }
+};
+
+std::string program_log(nvrtcProgram program) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return "";
+  std::string log(size, '\0');
+  nvrtcGetProgramLog(program, log.data());
+  log.resize(size - 1);
+  return log;
+}
+
+}  // namespace
+
+std::vector<std::string> nvrtc_options(const Plan& plan) {
+  std::vector<std::string> options = {"--gpu-architecture=" + plan.arch, "--std=c++17", "-default-device",
+                                      "-DNDEBUG"};
+  if (plan.policy.compile.line_info) options.push_back("-lineinfo");
+  if (plan.policy.compile.max_registers > 0)
+    options.push_back("--maxrregcount=" + std::to_string(plan.policy.compile.max_registers));
+  return options;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+void write_source_folder(const std::string& dir, const GeneratedSource& source, const std::vector<std::string>& options,
+                         const std::string& log) {
+  namespace fs = std::filesystem;
+  fs::create_directories(fs::path(dir) / "include");
+  std::ofstream(fs::path(dir) / source.name) << source.text;
+  for (const auto& [name, text] : source.headers) {
+    fs::path path = fs::path(dir) / "include" / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  std::ofstream opts(fs::path(dir) / "options.txt");
+  for (const auto& o : options) opts << o << "\n";
+  opts << "-Iinclude\n";
+  if (!log.empty()) std::ofstream(fs::path(dir) / "nvrtc.log") << log;
+  std::ofstream(fs::path(dir) / "README.txt")
+      << "Reproduce with nvcc: nvcc -cubin -arch=" << "<see options.txt> -Iinclude " << source.name << "\n";
+}
+
+std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector<std::string>& options,
+                                const std::string& arch, const std::string& tag) {
+  Program program;
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& [name, text] : source.headers) {
+    header_names.push_back(name.c_str());
+    header_texts.push_back(text.c_str());
+  }
+  nvrtcResult r = nvrtcCreateProgram(&program.handle, source.text.c_str(), source.name.c_str(),
+                                     static_cast<int>(header_texts.size()), header_texts.data(), header_names.data());
+  if (r != NVRTC_SUCCESS) fail(SGTOPK_ERROR_COMPILE, "NVRTC failed to create the program: " + nvrtc_error(r));
+
+  std::vector<const char*> option_ptrs;
+  for (const auto& o : options) option_ptrs.push_back(o.c_str());
+  r = nvrtcCompileProgram(program.handle, static_cast<int>(option_ptrs.size()), option_ptrs.data());
+  const std::string log = program_log(program.handle);
+  if (r != NVRTC_SUCCESS) {
+    // A failed compile is never cached: keep a reproduction and name it.
+    const std::string dir = knobs().dump_dir + "/failed-" + tag;
+    std::string where;
+    try {
+      write_source_folder(dir, source, options, log);
+      where = "; reproduction in " + dir;
+    } catch (const std::exception& e) {
+      where = std::string("; could not write a reproduction: ") + e.what();
+    }
+    fail(SGTOPK_ERROR_COMPILE, "NVRTC failed (" + nvrtc_error(r) + ") compiling " + source.name + " for " + arch + where +
+                                   ":\n" + log);
+  }
+  size_t size = 0;
+  r = nvrtcGetCUBINSize(program.handle, &size);
+  if (r != NVRTC_SUCCESS || size == 0)
+    fail(SGTOPK_ERROR_COMPILE, "NVRTC produced no cubin for " + source.name + " (" + nvrtc_error(r) + ")");
+  std::vector<char> cubin(size);
+  r = nvrtcGetCUBIN(program.handle, cubin.data());
+  if (r != NVRTC_SUCCESS) fail(SGTOPK_ERROR_COMPILE, "NVRTC could not return the cubin: " + nvrtc_error(r));
+  if (knobs().keep_sources) write_source_folder(knobs().dump_dir + "/source-" + tag, source, options, log);
+  return cubin;
+}
+
+}  // namespace sgtopk

@@ -1,0 +1,27 @@
+// Stage 4: NVRTC. Source + named headers + options -> cubin for one target.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/codegen.h"
+
+namespace sgtopk {
+
+// The NVRTC options a plan compiles with (part of the cache key).
+std::vector<std::string> nvrtc_options(const Plan& plan);
+
+// "13.0"
+std::string nvrtc_version();
+
+// Compiles to a cubin (SASS for plan.arch, no PTX JIT at load). On failure
+// writes a self-contained reproduction folder (source, headers, options,
+// log) under SGTOPK_DUMP_DIR and throws SGTOPK_ERROR_COMPILE naming it.
+std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector<std::string>& options,
+                                const std::string& arch, const std::string& tag);
+
+// Writes source, headers and options into `dir` (also used by SGTOPK_KEEP_SOURCES).
+void write_source_folder(const std::string& dir, const GeneratedSource& source, const std::vector<std::string>& options,
+                         const std::string& log);
+
+}  // namespace sgtopk

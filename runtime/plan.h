@@ -1,0 +1,41 @@
+// Stage 2: the plan. Which kernel family, every specialization constant, the
+// launch geometry and the workspace: everything the later stages consume.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/policy.h"
+#include "runtime/problem.h"
+#include "runtime/target.h"
+
+namespace sgtopk {
+
+struct Plan {
+  Problem problem;
+  Policy policy;
+  std::string arch;
+  std::string family;       // e.g. "direct_exact"
+  std::string agent_header; // the template that implements it
+  std::string agent;        // the agent type in it, instantiated with the Config
+  std::string entry;        // extern "C" kernel name
+  // The specialization constants, in order; they become the generated Config.
+  std::vector<std::pair<std::string, std::string>> constants;
+  unsigned grid = 0, block = 0;
+  unsigned dynamic_smem_bytes = 0;
+  uint64_t workspace_bytes = 0;
+
+  const std::string& constant(const std::string& name) const;
+  // "name=value" lines, for sgtopk_plan_info and `sgtopk plan`.
+  std::string parameters_text() const;
+};
+
+// The kernel families the planner can emit, by name.
+const std::vector<std::string>& select_families();
+
+// Chooses a family (or takes `forced_family`) and its parameters.
+Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family = "");
+
+}  // namespace sgtopk

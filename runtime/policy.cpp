@@ -1,0 +1,741 @@
+// The policy table and its TOML reader/writer. Only this file includes toml++.
+//
+// One table (sections(), below) describes every key: its section, name, type,
+// bounds, the accessor of its struct member and a one-line comment. The
+// parser, the range checks, validate_policy() and to_toml() all walk it, so a
+// new tunable is one struct member (the default, in policy.h) plus one row.
+#include "runtime/policy.h"
+
+#include "runtime/error.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <variant>
+
+namespace sgtopk {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Rules
+// ---------------------------------------------------------------------------
+
+struct IntRule {
+  int64_t lo;
+  int64_t hi;
+  bool power_of_two = false;
+  bool zero_allowed = false;  // 0 is accepted besides lo..hi (a "let the tool choose" value)
+};
+
+// Concatenation by appending: GCC 12 gives false -Wrestrict warnings on some
+// `"literal" + std::string` chains.
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string out;
+  (out.append(parts), ...);
+  return out;
+}
+
+std::string bound_text(int64_t v) {
+  // Large powers of two read better as 2^n.
+  if (v >= (int64_t{1} << 20) && (v & (v - 1)) == 0) {
+    int n = 0;
+    while ((int64_t{1} << n) != v) ++n;
+    return "2^" + std::to_string(n);
+  }
+  return std::to_string(v);
+}
+
+// "in 1..4096", "a power of two in 128..1024", "0 or in 16..255"
+std::string rule_text(const IntRule& r) {
+  std::string range = bound_text(r.lo) + ".." + bound_text(r.hi);
+  if (r.power_of_two) return "a power of two in " + range;
+  if (r.zero_allowed) return "0 or in " + range;
+  return "in " + range;
+}
+
+bool rule_allows(const IntRule& r, int64_t v) {
+  if (r.zero_allowed && v == 0) return true;
+  if (v < r.lo || v > r.hi) return false;
+  return !r.power_of_two || (v > 0 && (v & (v - 1)) == 0);
+}
+
+// Shortest text that reads back as the same double, always with a '.' or an
+// exponent so that TOML sees a float.
+std::string double_text(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 'n': inf, nan
+  return s;
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(u));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+bool is_arch_name(std::string_view s) {  // sm_[0-9]+a?
+  if (s.substr(0, 3) != "sm_") return false;
+  s.remove_prefix(3);
+  if (!s.empty() && s.back() == 'a') s.remove_suffix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// ---------------------------------------------------------------------------
+// The field table
+// ---------------------------------------------------------------------------
+
+template <class T>
+using Ref = T& (*)(Policy&);
+
+template <class T>  // int or int64_t
+struct IntSpec {
+  Ref<T> ref;
+  IntRule rule;
+};
+struct DoubleSpec {
+  Ref<double> ref;
+  double lo, hi;
+};
+struct BoolSpec {
+  Ref<bool> ref;
+};
+struct StringSpec {
+  Ref<std::string> ref;
+  bool (*valid)(std::string_view);
+  const char* requirement;  // e.g. "sm_[0-9]+a? (sm_90, sm_90a, sm_100a, ...)"
+};
+struct IntListSpec {  // a non-empty, strictly ascending list
+  Ref<std::vector<int>> ref;
+  IntRule each;
+  size_t max_entries;
+};
+using Spec = std::variant<IntSpec<int>, IntSpec<int64_t>, DoubleSpec, BoolSpec, StringSpec, IntListSpec>;
+
+struct Field {
+  std::string_view name;
+  Spec spec;
+  std::string_view comment;
+};
+
+struct Section {
+  std::string_view name;  // dotted: "select.direct"
+  std::string_view comment;
+  std::vector<Field> fields;
+};
+
+// A cross-field rule: `key` must stand in `relation` to `other`.
+struct Consistency {
+  std::string_view key;
+  std::string_view relation;  // ">=", shown in the message
+  std::string_view other;
+  bool (*holds)(const Policy&);
+};
+
+Field integer(std::string_view name, Ref<int> ref, IntRule rule, std::string_view comment) {
+  return {name, IntSpec<int>{ref, rule}, comment};
+}
+Field integer(std::string_view name, Ref<int64_t> ref, IntRule rule, std::string_view comment) {
+  return {name, IntSpec<int64_t>{ref, rule}, comment};
+}
+Field real(std::string_view name, Ref<double> ref, double lo, double hi, std::string_view comment) {
+  return {name, DoubleSpec{ref, lo, hi}, comment};
+}
+Field boolean(std::string_view name, Ref<bool> ref, std::string_view comment) {
+  return {name, BoolSpec{ref}, comment};
+}
+
+#define SGTOPK_MEMBER(path) +[](Policy& p) -> auto& { return p.path; }
+
+constexpr int64_t kMaxWidth = int64_t{1} << 40;
+constexpr bool kPow2 = true;
+
+const std::vector<Section>& sections() {
+  static const std::vector<Section> table = {
+      {"select.direct",
+       "Row-local exact family: one CTA owns a row, builds the exact coarse boundary and refines the\n"
+       "frontier (paper 5.5, row-local exact). Also the exact recovery route of the sampled family.",
+       {
+           integer("block_threads", SGTOPK_MEMBER(direct.block_threads), {128, 1024, kPow2},
+                   "threads per row-local CTA (paper: 1024)"),
+           integer("items_per_thread", SGTOPK_MEMBER(direct.items_per_thread), {1, 32},
+                   "scores per thread kept in registers: rows with width <= block_threads * items_per_thread\n"
+                   "use the register-resident short-row body"),
+           integer("workers_per_sm", SGTOPK_MEMBER(direct.workers_per_sm), {1, 8},
+                   "persistent worker CTAs per SM (longer-row body)"),
+           integer("frontier_shared_capacity", SGTOPK_MEMBER(direct.frontier_shared_capacity), {256, 16384},
+                   "frontier entries kept in shared memory"),
+           integer("frontier_global_capacity", SGTOPK_MEMBER(direct.frontier_global_capacity),
+                   {0, int64_t{1} << 24},
+                   "frontier entries per worker CTA in its global workspace slice; a larger frontier\n"
+                   "is refined by re-reading the row instead"),
+           integer("vector_bytes", SGTOPK_MEMBER(direct.vector_bytes), {4, 16, kPow2},
+                   "widest score load in bytes"),
+       }},
+      {"select.sampled",
+       "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"
+       "the candidate set, refinement runs on the frontier only (paper 4, 5.5).",
+       {
+           integer("block_threads", SGTOPK_MEMBER(sampled.block_threads), {128, 1024, kPow2},
+                   "threads per persistent CTA"),
+           integer("stride_wide", SGTOPK_MEMBER(sampled.stride_wide), {1, 4096},
+                   "view stride s for rows of at least wide_row_threshold elements (paper: 128)"),
+           integer("stride_narrow", SGTOPK_MEMBER(sampled.stride_narrow), {1, 4096},
+                   "view stride s for narrower rows (paper: 64)"),
+           integer("wide_row_threshold", SGTOPK_MEMBER(sampled.wide_row_threshold), {1, kMaxWidth},
+                   "rows at least this wide use stride_wide"),
+           real("primary_margin", SGTOPK_MEMBER(sampled.primary_margin), 1.0, 8.0,
+                "rho0: the proposal targets rank ceil(rho0 * K) (paper: 1.5)"),
+           real("secondary_margin", SGTOPK_MEMBER(sampled.secondary_margin), 1.0, 8.0,
+                "rho1 >= rho0: the band's target rank on underfill (paper: 1.75)"),
+       }},
+      {"select.split",
+       "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.",
+       {
+           {"split_counts", IntListSpec{SGTOPK_MEMBER(split.split_counts), {1, 64}, 16},
+            "CTAs per row the planner may choose from (paper: 2, 4, 8)"},
+           integer("min_width", SGTOPK_MEMBER(split.min_width), {1, kMaxWidth}, "rows narrower than this are never split"),
+           integer("max_rows_per_sm", SGTOPK_MEMBER(split.max_rows_per_sm), {1, 64},
+                   "split only while rows <= max_rows_per_sm * SMs"),
+       }},
+      {"select.dispatch",
+       "Which family the planner picks for a shape.",
+       {
+           integer("sampled_min_width", SGTOPK_MEMBER(dispatch.sampled_min_width), {0, kMaxWidth},
+                   "narrower rows use the direct family (sampling does not pay)"),
+           integer("cluster_max_rows", SGTOPK_MEMBER(dispatch.cluster_max_rows), {0, int64_t{1} << 20},
+                   "at most this many rows use the cluster mapping (0: never)"),
+           integer("cluster_size", SGTOPK_MEMBER(dispatch.cluster_size), {1, 16}, "CTAs per cluster"),
+       }},
+      {"filter",
+       "Top-k / top-p filter (Qrita: Gaussian outlier cutoff, quaternary pivot search).",
+       {
+           integer("block_threads", SGTOPK_MEMBER(filter.block_threads), {128, 1024, kPow2}, "threads per CTA"),
+           integer("sample_size", SGTOPK_MEMBER(filter.sample_size), {32, 65536},
+                   "values sampled for the Gaussian cutoff"),
+           real("sigma_cutoff", SGTOPK_MEMBER(filter.sigma_cutoff), 0.0, 10.0,
+                "outlier threshold in standard deviations above the sample mean"),
+           integer("pivot_iterations", SGTOPK_MEMBER(filter.pivot_iterations), {1, 64},
+                   "quaternary pivot search rounds"),
+       }},
+      {"compile",
+       "NVRTC compilation of the generated kernels.",
+       {
+           {"default_arch", StringSpec{SGTOPK_MEMBER(compile.default_arch), is_arch_name, "sm_[0-9]+a?"},
+            "architecture compiled for when none is named"},
+           integer("max_registers", SGTOPK_MEMBER(compile.max_registers), {16, 255, false, true},
+                   "register cap per thread (--maxrregcount); 0: the compiler's choice"),
+           boolean("fast_compile", SGTOPK_MEMBER(compile.fast_compile),
+                   "reserved: favour compile time over kernel speed"),
+           boolean("line_info", SGTOPK_MEMBER(compile.line_info), "compile with -lineinfo"),
+       }},
+  };
+  return table;
+}
+
+const std::vector<Consistency>& consistency_rules() {
+  static const std::vector<Consistency> rules = {
+      {"select.sampled.secondary_margin", ">=", "select.sampled.primary_margin",
+       [](const Policy& p) { return p.sampled.secondary_margin >= p.sampled.primary_margin; }},
+  };
+  return rules;
+}
+
+#undef SGTOPK_MEMBER
+
+std::string dotted(const Section& s, const Field& f) { return std::string(s.name) + "." + std::string(f.name); }
+
+const Field* find_field(std::string_view key, const Section** section_out = nullptr) {
+  for (const Section& s : sections()) {
+    if (key.size() <= s.name.size() + 1 || key.substr(0, s.name.size()) != s.name || key[s.name.size()] != '.') continue;
+    for (const Field& f : s.fields) {
+      if (key.substr(s.name.size() + 1) == f.name) {
+        if (section_out) *section_out = &s;
+        return &f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+const Section* find_section(std::string_view name) {
+  for (const Section& s : sections())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// "select" is the parent of "select.direct"; "" (the root) is the parent of all.
+bool is_section_parent(std::string_view name) {
+  for (const Section& s : sections())
+    if (name.empty() || (s.name.size() > name.size() && s.name.substr(0, name.size()) == name &&
+                         s.name[name.size()] == '.'))
+      return true;
+  return false;
+}
+
+// The value of a field, as TOML text.
+std::string value_text(const Field& f, const Policy& policy) {
+  Policy p = policy;  // accessors take a mutable Policy
+  return std::visit(
+      [&](const auto& spec) -> std::string {
+        using S = std::decay_t<decltype(spec)>;
+        if constexpr (std::is_same_v<S, IntSpec<int>> || std::is_same_v<S, IntSpec<int64_t>>) {
+          return std::to_string(spec.ref(p));
+        } else if constexpr (std::is_same_v<S, DoubleSpec>) {
+          return double_text(spec.ref(p));
+        } else if constexpr (std::is_same_v<S, BoolSpec>) {
+          return spec.ref(p) ? "true" : "false";
+        } else if constexpr (std::is_same_v<S, StringSpec>) {
+          return toml_string(spec.ref(p));
+        } else {
+          std::string out = "[";
+          for (size_t i = 0; i < spec.ref(p).size(); ++i) out += (i ? ", " : "") + std::to_string(spec.ref(p)[i]);
+          return out + "]";
+        }
+      },
+      f.spec);
+}
+
+// The allowed values, for the comment in to_toml(): "1..32", "power of two,
+// 128..1024", "0 or 16..255"; empty for booleans.
+std::string doc_text(const Field& f) {
+  auto range = [](const IntRule& r) {
+    std::string text = bound_text(r.lo) + ".." + bound_text(r.hi);
+    if (r.power_of_two) return "power of two, " + text;
+    if (r.zero_allowed) return "0 or " + text;
+    return text;
+  };
+  return std::visit(
+      [&](const auto& spec) -> std::string {
+        using S = std::decay_t<decltype(spec)>;
+        if constexpr (std::is_same_v<S, IntSpec<int>> || std::is_same_v<S, IntSpec<int64_t>>) {
+          return range(spec.rule);
+        } else if constexpr (std::is_same_v<S, DoubleSpec>) {
+          return double_text(spec.lo) + ".." + double_text(spec.hi);
+        } else if constexpr (std::is_same_v<S, BoolSpec>) {
+          return {};
+        } else if constexpr (std::is_same_v<S, StringSpec>) {
+          return spec.requirement;
+        } else {
+          return cat("each ", range(spec.each), ", strictly ascending, 1..", std::to_string(spec.max_entries),
+                     " entries");
+        }
+      },
+      f.spec);
+}
+
+// ---------------------------------------------------------------------------
+// Checks shared by the reader and validate_policy(): each returns the reason a
+// value is refused ("= 0 is out of range: must be in 1..4096"), empty if fine.
+// ---------------------------------------------------------------------------
+
+template <class T>
+std::string check_int(const IntRule& rule, T v) {
+  if (rule_allows(rule, static_cast<int64_t>(v))) return {};
+  return " = " + std::to_string(v) + " is out of range: must be " + rule_text(rule);
+}
+
+std::string check_double(const DoubleSpec& spec, double v) {
+  if (v >= spec.lo && v <= spec.hi) return {};  // false for NaN
+  return " = " + double_text(v) + " is out of range: must be in " + double_text(spec.lo) + ".." +
+         double_text(spec.hi);
+}
+
+std::string check_string(const StringSpec& spec, const std::string& v) {
+  if (spec.valid(v)) return {};
+  return " = " + toml_string(v) + " is invalid: must match " + spec.requirement;
+}
+
+// For a list, the reason names the entry: "[1] = 0 is out of range ...".
+struct ListIssue {
+  std::optional<size_t> index;
+  std::string reason;
+};
+std::optional<ListIssue> check_list(const IntListSpec& spec, const std::vector<int>& v) {
+  if (v.empty() || v.size() > spec.max_entries)
+    return ListIssue{std::nullopt, " has " + std::to_string(v.size()) + " entries: must have 1.." +
+                                       std::to_string(spec.max_entries)};
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::string r = check_int(spec.each, v[i]); !r.empty()) return ListIssue{i, r};
+    if (i > 0 && v[i] <= v[i - 1])
+      return ListIssue{i, " = " + std::to_string(v[i]) + " is out of order: the list must be strictly ascending"};
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Diagnostics
+// ---------------------------------------------------------------------------
+
+struct Pos {
+  uint32_t line = 0, column = 0;  // 0: unknown
+};
+
+Pos pos_of(const toml::source_region& r) { return {r.begin.line, r.begin.column}; }
+
+class Report {
+ public:
+  explicit Report(std::string source) : source_(std::move(source)) {}
+  void add(Pos pos, std::string text) { items_.push_back({pos, std::move(text)}); }
+  bool empty() const { return items_.empty(); }
+  void raise_if_any() {
+    if (items_.empty()) return;
+    std::stable_sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {
+      return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+    });
+    std::string msg;
+    for (const Item& it : items_) {
+      if (!msg.empty()) msg += '\n';
+      msg += source_;
+      if (it.pos.line) msg += cat(":", std::to_string(it.pos.line), ":", std::to_string(it.pos.column));
+      msg += cat(": ", it.text);
+    }
+    fail(SGTOPK_ERROR_POLICY, msg);
+  }
+
+ private:
+  struct Item {
+    Pos pos;
+    std::string text;
+  };
+  std::string source_;
+  std::vector<Item> items_;
+};
+
+std::string got(const toml::node& n) {
+  std::ostringstream os;
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: os << "a string (" << *n.as_string() << ")"; break;
+    case toml::node_type::integer: os << "an integer (" << *n.as_integer() << ")"; break;
+    case toml::node_type::floating_point: os << "a floating-point number (" << *n.as_floating_point() << ")"; break;
+    case toml::node_type::boolean: os << "a boolean (" << *n.as_boolean() << ")"; break;
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+  return os.str();
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The one candidate close to `name` ("stride_wide" for "stride_wid"), or empty.
+std::string suggestion(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  bool tie = false;
+  for (const std::string& c : candidates) {
+    size_t d = edit_distance(name, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+      tie = false;
+    } else if (d == best_d && !best.empty()) {
+      tie = true;
+    }
+  }
+  return tie ? std::string() : best;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::vector<std::string> all_section_headers() {
+  std::vector<std::string> v;
+  for (const Section& s : sections()) v.push_back(cat("[", s.name, "]"));
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Reading a document onto a Policy
+// ---------------------------------------------------------------------------
+
+struct Reader {
+  Policy& policy;
+  Report& report;
+  std::map<std::string, Pos, std::less<>> present;  // dotted key -> where its value is
+
+  void read_field(const std::string& key, const Field& f, const toml::node& node) {
+    const Pos pos = pos_of(node.source());
+    present[key] = pos;
+    std::visit([&](const auto& spec) { read(key, spec, node, pos); }, f.spec);
+  }
+
+  template <class T>
+  void read(const std::string& key, const IntSpec<T>& spec, const toml::node& node, Pos pos) {
+    const auto* v = node.as_integer();
+    if (!v) return report.add(pos, key + " must be an integer, got " + got(node));
+    const int64_t x = v->get();
+    if (std::string r = check_int(spec.rule, x); !r.empty()) return report.add(pos, key + r);
+    spec.ref(policy) = static_cast<T>(x);  // in range, so exact
+  }
+
+  void read(const std::string& key, const DoubleSpec& spec, const toml::node& node, Pos pos) {
+    double x;
+    if (const auto* f = node.as_floating_point())
+      x = f->get();
+    else if (const auto* i = node.as_integer())
+      x = static_cast<double>(i->get());
+    else
+      return report.add(pos, key + " must be a number, got " + got(node));
+    if (std::string r = check_double(spec, x); !r.empty()) return report.add(pos, key + r);
+    spec.ref(policy) = x;
+  }
+
+  void read(const std::string& key, const BoolSpec& spec, const toml::node& node, Pos pos) {
+    const auto* v = node.as_boolean();
+    if (!v) return report.add(pos, key + " must be a boolean (true or false), got " + got(node));
+    spec.ref(policy) = v->get();
+  }
+
+  void read(const std::string& key, const StringSpec& spec, const toml::node& node, Pos pos) {
+    const auto* v = node.as_string();
+    if (!v) return report.add(pos, key + " must be a string, got " + got(node));
+    if (std::string r = check_string(spec, v->get()); !r.empty()) return report.add(pos, key + r);
+    spec.ref(policy) = v->get();
+  }
+
+  void read(const std::string& key, const IntListSpec& spec, const toml::node& node, Pos pos) {
+    const auto* arr = node.as_array();
+    if (!arr) return report.add(pos, key + " must be an array of integers, got " + got(node));
+    std::vector<int> values;
+    std::vector<Pos> where;
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const toml::node& e = *arr->get(i);
+      const auto* v = e.as_integer();
+      const std::string name = key + "[" + std::to_string(i) + "]";
+      if (!v) return report.add(pos_of(e.source()), name + " must be an integer, got " + got(e));
+      if (std::string r = check_int(spec.each, v->get()); !r.empty()) return report.add(pos_of(e.source()), name + r);
+      values.push_back(static_cast<int>(v->get()));
+      where.push_back(pos_of(e.source()));
+    }
+    if (auto issue = check_list(spec, values)) {
+      if (issue->index) return report.add(where[*issue->index], key + "[" + std::to_string(*issue->index) + "]" + issue->reason);
+      return report.add(pos, key + issue->reason);
+    }
+    spec.ref(policy) = std::move(values);
+  }
+
+  // Walks a table whose dotted name is `prefix` ("" for the document root).
+  void walk(const toml::table& table, const std::string& prefix) {
+    for (auto&& [k, node] : table) {
+      const std::string name(k.str());
+      const std::string key = prefix.empty() ? name : prefix + "." + name;
+      const Pos kpos = pos_of(k.source());
+      if (const Field* f = find_section(prefix) ? find_field(key) : nullptr) {
+        read_field(key, *f, node);
+      } else if (find_section(key) || is_section_parent(key)) {
+        if (const auto* sub = node.as_table())
+          walk(*sub, key);
+        else
+          report.add(kpos, key + " must be a table (section [" + key + "]), got " + got(node));
+      } else if (node.is_table()) {
+        // Candidates: the known next components under `prefix` ("select" at the root).
+        std::vector<std::string> children;
+        for (const Section& s : sections()) {
+          if (!prefix.empty() && (s.name.size() <= prefix.size() || s.name.substr(0, prefix.size()) != prefix)) continue;
+          std::string_view rest = s.name.substr(prefix.empty() ? 0 : prefix.size() + 1);
+          std::string child(rest.substr(0, rest.find('.')));
+          if (std::find(children.begin(), children.end(), child) == children.end()) children.push_back(child);
+        }
+        std::string hint = suggestion(name, children);
+        if (!hint.empty()) hint = cat("did you mean [", prefix, prefix.empty() ? "" : ".", hint, "]? ");
+        report.add(kpos, cat("unknown section [", key, "] (", hint, "known sections: ", join(all_section_headers()), ")"));
+      } else if (const Section* s = find_section(prefix)) {
+        std::vector<std::string> names;
+        for (const Field& fld : s->fields) names.emplace_back(fld.name);
+        std::string hint = suggestion(name, names);
+        if (!hint.empty()) hint = cat("did you mean '", hint, "'? ");
+        report.add(kpos, cat("unknown key '", key, "' (", hint, "known keys in [", prefix, "]: ", join(names), ")"));
+      } else {
+        report.add(kpos, "unknown key '" + key + "' (every key belongs to one of the sections " +
+                             join(all_section_headers()) + ")");
+      }
+    }
+  }
+};
+
+// Range checks over a whole policy, then the cross-field rules. `where` gives
+// the position of a key in the document, if it came from there.
+template <class Where>
+void check_policy(const Policy& policy, Report& report, Where where, const char* inherited_note) {
+  Policy p = policy;
+  for (const Section& s : sections()) {
+    for (const Field& f : s.fields) {
+      const std::string key = dotted(s, f);
+      const std::optional<Pos> pos = where(key);
+      const std::string note = pos ? "" : inherited_note;
+      std::visit(
+          [&](const auto& spec) {
+            using S = std::decay_t<decltype(spec)>;
+            std::string reason;
+            if constexpr (std::is_same_v<S, IntSpec<int>> || std::is_same_v<S, IntSpec<int64_t>>) {
+              reason = check_int(spec.rule, spec.ref(p));
+            } else if constexpr (std::is_same_v<S, DoubleSpec>) {
+              reason = check_double(spec, spec.ref(p));
+            } else if constexpr (std::is_same_v<S, StringSpec>) {
+              reason = check_string(spec, spec.ref(p));
+            } else if constexpr (std::is_same_v<S, IntListSpec>) {
+              if (auto issue = check_list(spec, spec.ref(p)))
+                reason = (issue->index ? "[" + std::to_string(*issue->index) + "]" : std::string()) + issue->reason;
+            }
+            if (!reason.empty()) report.add(pos.value_or(Pos{}), key + reason + note);
+          },
+          f.spec);
+    }
+  }
+  if (!report.empty()) return;  // cross-field rules assume each value is in range
+  for (const Consistency& c : consistency_rules()) {
+    if (c.holds(policy)) continue;
+    const Field* kf = find_field(c.key);
+    const Field* of = find_field(c.other);
+    std::optional<Pos> pos = where(c.key);
+    if (!pos) pos = where(c.other);
+    report.add(pos.value_or(Pos{}), std::string(c.key) + " = " + value_text(*kf, policy) +
+                                        " is inconsistent: must be " + std::string(c.relation) + " " +
+                                        std::string(c.other) + " = " + value_text(*of, policy));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public
+// ---------------------------------------------------------------------------
+
+Policy Policy::defaults() { return Policy{}; }
+
+std::string Policy::to_toml() const {
+  const Policy base = defaults();
+  std::vector<std::string> changed;
+  for (const Section& s : sections())
+    for (const Field& f : s.fields)
+      if (value_text(f, *this) != value_text(f, base)) changed.push_back(dotted(s, f));
+
+  std::string out =
+      "# sgtopk policy: every tunable of the planner and the kernel templates (runtime/policy.h).\n"
+      "# `sgtopk plan` prints the policy in effect in this form. A policy file needs only the keys\n"
+      "# it changes; absent keys keep their value. Unknown keys, wrong types, out-of-range and\n"
+      "# inconsistent values are errors.\n";
+  if (changed.empty())
+    out +=
+        "# These are the compiled-in defaults: configs/default.toml mirrors Policy::defaults() and is\n"
+        "# generated from it (a test checks that the two agree).\n";
+  else
+    out += "# Differs from the compiled-in defaults in: " + join(changed) + ".\n";
+
+  auto comment = [&](std::string_view text) {
+    std::string c;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      c += "# " + std::string(text.substr(start, end - start)) + "\n";
+      start = end + 1;
+    }
+    return c;
+  };
+  for (const Section& s : sections()) {
+    out += cat("\n", comment(s.comment), "[", s.name, "]\n");
+    for (const Field& f : s.fields) {
+      std::string c(f.comment);
+      if (const std::string doc = doc_text(f); !doc.empty()) c += cat(" [", doc, "]");
+      const std::string value = value_text(f, *this);
+      if (const std::string def = value_text(f, base); def != value) c += cat(" (default: ", def, ")");
+      out += comment(c) + std::string(f.name) + " = " + value + "\n";
+    }
+  }
+  return out;
+}
+
+Policy parse_policy_string(std::string_view toml_text, const std::string& source_name, const Policy& base) {
+  toml::table doc;
+  try {
+    doc = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    const Pos pos = pos_of(e.source());
+    std::string msg = source_name;
+    if (pos.line) msg += ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+    fail(SGTOPK_ERROR_POLICY, msg + ": TOML syntax error: " + std::string(e.description()));
+  }
+
+  Policy result = base;
+  Report report(source_name);
+  Reader reader{result, report, {}};
+  reader.walk(doc, "");
+  report.raise_if_any();
+
+  check_policy(
+      result, report,
+      [&](std::string_view key) -> std::optional<Pos> {
+        auto it = reader.present.find(key);
+        return it == reader.present.end() ? std::nullopt : std::optional<Pos>(it->second);
+      },
+      " (inherited from the base policy)");
+  report.raise_if_any();
+  return result;
+}
+
+Policy parse_policy_file(const std::string& path, const Policy& base) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail(SGTOPK_ERROR_POLICY, path + ": cannot read policy file: it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(SGTOPK_ERROR_POLICY, path + ": cannot open policy file: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail(SGTOPK_ERROR_POLICY, path + ": cannot read policy file: " + std::strerror(errno));
+  return parse_policy_string(text.str(), path, base);
+}
+
+void validate_policy(const Policy& policy, const std::string& source_name) {
+  Report report(source_name);
+  check_policy(policy, report, [](std::string_view) { return std::optional<Pos>(); }, "");
+  report.raise_if_any();
+}
+
+}  // namespace sgtopk

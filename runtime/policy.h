@@ -1,0 +1,109 @@
+// The policy: every tunable of the planner and the kernel templates, in one
+// place (ARCHITECTURE.md, "one source of truth for constants").
+//
+// Each constant lives in exactly one spot: the member initializer below. Its
+// TOML key, bounds and one-line comment live in one row of the field table in
+// policy.cpp, which drives the parser, the range checks and to_toml().
+// configs/default.toml is Policy::defaults().to_toml(), byte for byte.
+//
+// The constants follow the HPC-Ops Top-K paper (seeds/000, sections 4-5):
+// stride 64/128, margins 1.5K/1.75K, split counts 2/4/8, a 512-thread
+// persistent CTA, a 1024-thread row-local exact CTA.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sgtopk {
+
+// [select.direct] the row-local exact family (also the exact recovery route).
+struct SelectDirectPolicy {
+  int block_threads = 1024;              // power of two, 128..1024
+  int items_per_thread = 16;             // rows with width <= block_threads * items_per_thread stay in registers; 1..32
+  int workers_per_sm = 1;                // persistent worker CTAs per SM, 1..8
+  int frontier_shared_capacity = 4096;   // frontier entries kept in shared memory, 256..16384
+  int frontier_global_capacity = 65536;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
+                                         // a larger frontier is refined by re-reading the row instead
+  int vector_bytes = 16;                 // widest load: 4, 8 or 16
+  bool operator==(const SelectDirectPolicy&) const = default;
+};
+
+// [select.sampled] the persistent sampled family (proposal, certification, refinement).
+struct SelectSampledPolicy {
+  int block_threads = 512;               // power of two, 128..1024
+  int stride_wide = 128;                 // view stride s for wide rows, 1..4096
+  int stride_narrow = 64;                // view stride s for narrower rows, 1..4096
+  int64_t wide_row_threshold = 131072;   // rows at least this wide use stride_wide
+  double primary_margin = 1.5;           // rho0, 1.0..8.0
+  double secondary_margin = 1.75;        // rho1, primary_margin..8.0
+  bool operator==(const SelectSampledPolicy&) const = default;
+};
+
+// [select.split] KV-split for a few long rows.
+struct SelectSplitPolicy {
+  std::vector<int> split_counts = {2, 4, 8};  // each 1..64, strictly ascending
+  int64_t min_width = 262144;
+  int max_rows_per_sm = 1;
+  bool operator==(const SelectSplitPolicy&) const = default;
+};
+
+// [select.dispatch] which family the planner picks.
+struct SelectDispatchPolicy {
+  int64_t sampled_min_width = 32768;  // narrower rows use the direct family
+  int64_t cluster_max_rows = 4;       // at most this many rows -> cluster mapping
+  int cluster_size = 8;               // 1..16
+  bool operator==(const SelectDispatchPolicy&) const = default;
+};
+
+// [filter] Qrita top-k / top-p.
+struct FilterPolicy {
+  int block_threads = 1024;
+  int sample_size = 1024;      // values sampled for the Gaussian cutoff
+  double sigma_cutoff = 3.0;   // outlier threshold in standard deviations
+  int pivot_iterations = 8;    // quaternary pivot search rounds
+  bool operator==(const FilterPolicy&) const = default;
+};
+
+// [compile] NVRTC.
+struct CompilePolicy {
+  std::string default_arch = "sm_90";  // sm_[0-9]+a?
+  int max_registers = 0;               // 0: the compiler's choice, else 16..255
+  bool fast_compile = false;           // reserved
+  bool line_info = false;              // -lineinfo
+  bool operator==(const CompilePolicy&) const = default;
+};
+
+struct Policy {
+  SelectDirectPolicy direct;
+  SelectSampledPolicy sampled;
+  SelectSplitPolicy split;
+  SelectDispatchPolicy dispatch;
+  FilterPolicy filter;
+  CompilePolicy compile;
+
+  // The compiled-in defaults (the member initializers above).
+  static Policy defaults();
+  // TOML with every key, grouped by section, each with a short comment;
+  // parse_policy_string(to_toml()) == *this.
+  std::string to_toml() const;
+  bool operator==(const Policy&) const = default;
+};
+
+// Overlay: keys present in the TOML replace those of `base`; absent keys keep
+// base's value. The result is validated as a whole (ranges and cross-field
+// consistency). Every error throws sgtopk::Error with SGTOPK_ERROR_POLICY; its
+// message names the source, the line and column, and the dotted key, e.g.
+//   "<source>:<line>:<col>: select.sampled.stride_wide = 0 is out of range: must be in 1..4096"
+// When a document has several errors, all are reported, one per line, in
+// source order.
+Policy parse_policy_file(const std::string& path, const Policy& base = Policy::defaults());
+Policy parse_policy_string(std::string_view toml, const std::string& source_name = "<policy string>",
+                           const Policy& base = Policy::defaults());
+
+// Checks a policy built in code against the same rules (ranges, consistency);
+// throws sgtopk::Error with SGTOPK_ERROR_POLICY naming `source_name` and the key.
+void validate_policy(const Policy& policy, const std::string& source_name = "<policy>");
+
+}  // namespace sgtopk

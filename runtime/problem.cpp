@@ -1,0 +1,56 @@
+#include "runtime/problem.h"
+
+#include <sstream>
+
+#include "runtime/error.h"
+
+namespace sgtopk {
+
+Problem validate_problem(const sgtopk_problem* p) {
+  if (p == nullptr) invalid_argument("problem is NULL");
+  if (p->struct_size < sizeof(sgtopk_problem))
+    invalid_argument("problem.struct_size is " + std::to_string(p->struct_size) + ", expected " +
+                     std::to_string(sizeof(sgtopk_problem)) + ": initialize it with SGTOPK_PROBLEM_INIT");
+  if (p->op == SGTOPK_OP_FILTER)
+    fail(SGTOPK_ERROR_UNSUPPORTED, "the filter operator (top-k/top-p) is not available in this version");
+  if (p->op != SGTOPK_OP_SELECT) invalid_argument("op=" + std::to_string(static_cast<int>(p->op)) + " is not an operator");
+  if (p->dtype != SGTOPK_F32) invalid_argument("dtype=" + std::to_string(static_cast<int>(p->dtype)) + " is invalid: select takes float32 scores");
+  if (p->k < 1 || p->k > kMaxK)
+    invalid_argument("K=" + std::to_string(p->k) + " is invalid: K must be in 1.." + std::to_string(kMaxK));
+  if (p->rows < 1 || p->rows >= kMaxRows)
+    invalid_argument("rows=" + std::to_string(p->rows) + " is invalid: the row capacity must be in 1.." + std::to_string(kMaxRows - 1));
+  if (p->width < 1 || p->width > kMaxWidth)
+    invalid_argument("width=" + std::to_string(p->width) + " is invalid: width must be in 1.." + std::to_string(kMaxWidth));
+  const int64_t pitch = p->pitch == 0 ? p->width : p->pitch;
+  if (pitch < p->width) invalid_argument("pitch " + std::to_string(pitch) + " is smaller than width " + std::to_string(p->width));
+  const int64_t out_pitch = p->out_pitch == 0 ? p->k : p->out_pitch;
+  if (out_pitch < p->k) invalid_argument("out_pitch " + std::to_string(out_pitch) + " is smaller than K=" + std::to_string(p->k));
+  const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS;
+  if (p->flags & ~known) invalid_argument("flags 0x" + [&] {
+      std::ostringstream s;
+      s << std::hex << (p->flags & ~known);
+      return s.str();
+    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS)");
+
+  Problem out;
+  out.op = p->op;
+  out.k = p->k;
+  out.rows = p->rows;
+  out.width = p->width;
+  out.pitch = pitch;
+  out.out_pitch = out_pitch;
+  out.values = (p->flags & SGTOPK_VALUES) != 0;
+  out.sorted = (p->flags & SGTOPK_SORTED) != 0;
+  out.starts = (p->flags & SGTOPK_STARTS) != 0;
+  return out;
+}
+
+std::string to_string(const Problem& p) {
+  std::ostringstream s;
+  s << "select K=" << p.k << " rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
+    << " out_pitch=" << p.out_pitch << (p.values ? " +values" : "") << (p.sorted ? " +sorted" : "")
+    << (p.starts ? " +starts" : "");
+  return s.str();
+}
+
+}  // namespace sgtopk

@@ -1,0 +1,33 @@
+// Stage 1: the caller's problem, validated and put in library terms.
+#pragma once
+
+#include <sgtopk/sgtopk.h>
+
+#include <cstdint>
+#include <string>
+
+namespace sgtopk {
+
+inline constexpr int kMaxK = 8192;
+inline constexpr int64_t kMaxWidth = int64_t{1} << 30;  // indices are int32; lengths are int32
+inline constexpr int64_t kMaxRows = int64_t{1} << 31;
+
+struct Problem {
+  sgtopk_operator op = SGTOPK_OP_SELECT;
+  int k = 0;
+  int64_t rows = 0;
+  int64_t width = 0;
+  int64_t pitch = 0;
+  int64_t out_pitch = 0;
+  bool values = false;
+  bool sorted = false;
+  bool starts = false;
+};
+
+// Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,
+// e.g. "K=0 is invalid: K must be in 1..8192".
+Problem validate_problem(const sgtopk_problem* problem);
+
+std::string to_string(const Problem& problem);
+
+}  // namespace sgtopk

@@ -1,0 +1,96 @@
+// Direct-exact select (the paper's row-local exact mapping, section 5.5):
+// one CTA owns a row; workers stride over the live rows.
+//
+//   pass 1  exact 2048-bin coarse histogram over the whole valid row
+//   pass 2  commit every element above the boundary bin, collect the bin as
+//           the frontier and histogram its first FP32 digit (round 0)
+//   rounds  frontier-only refinement (frontier.cuh)
+//
+// Short rows keep their scores in registers between the passes; long rows
+// are streamed with 16-byte loads. Every later family falls back to this.
+//
+// The including source defines `Config` with the plan's constants:
+//   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
+//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kIndexBits,
+//   kFrontierShared, kFrontierGlobal, kSortSlots.
+#pragma once
+#include "sgtopk/frontier.cuh"
+#include "sgtopk/row_stream.cuh"
+#include "sgtopk/select_output.cuh"
+
+namespace sgtopk {
+
+template <typename Config>
+struct DirectExactAgent {
+  typedef FrontierStore<Config::kFrontierShared, Config::kFrontierGlobal> Store;
+  typedef RowOutput<Config::kValues> Output;
+
+  // Dynamic shared memory: state, then the frontier (aliased by the sort buffer).
+  static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;
+  static constexpr unsigned kSortBytes = Config::kSorted ? Config::kSortSlots * 8u : 0u;
+  static constexpr unsigned kSharedBytes =
+      (sizeof(SelectionState) + 15u) / 16u * 16u + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
+
+  template <typename Row>
+  static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, Row& row, const Output& out,
+                                       const float* scores, int len, u64* sort_buffer) {
+    if (len <= Config::kK) {
+      write_whole_row<Config::kThreads, Config::kK, Config::kValues>(out, scores, len);
+      if (Config::kSorted && len > 1) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, len, sort_buffer);
+      return;
+    }
+    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
+    if (threadIdx.x == 0) {
+      state.committed = 0u;
+      state.frontier_count = 0u;
+      state.next_count = 0u;
+      state.remaining = static_cast<u32>(Config::kK);
+      state.done = 0u;
+      state.prefix = 0ull;
+    }
+    __syncthreads();
+    row.for_each([&](int, float value) { atomicAdd(&state.histogram[coarse_key(value)], 1u); });
+    __syncthreads();
+
+    Refinement<Config::kThreads, Config::kIndexBits, Store, Row, Output> refinement{state, store, row, out};
+    refinement.boundary_pass();
+    refinement.refine();
+    if (Config::kSorted) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
+  }
+
+  static SGTOPK_DEVICE void run(const SelectParams& p) {
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    SelectionState& state = *reinterpret_cast<SelectionState*>(shared_bytes);
+    unsigned char* frontier_bytes = shared_bytes + (sizeof(SelectionState) + 15u) / 16u * 16u;
+
+    float* slice = reinterpret_cast<float*>(p.workspace) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobal;
+    Store store;
+    store.shared_value = reinterpret_cast<float*>(frontier_bytes);
+    store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierShared;
+    store.global_value = slice;
+    store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
+    u64* sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
+
+    const long long live = live_row_count(p, static_cast<long long>(p.rows));
+    for (long long r = blockIdx.x; r < live; r += gridDim.x) {
+      int len = p.lengths ? p.lengths[r] : static_cast<int>(Config::kWidth);
+      len = max_of(0, min_of(len, static_cast<int>(Config::kWidth)));
+      const long long start = Config::kStarts ? max_of(0, p.starts[r]) : 0;
+      const float* scores = p.scores + r * Config::kPitch + start;
+      Output out{p.indices + r * Config::kOutPitch, Config::kValues ? p.values + r * Config::kOutPitch : nullptr};
+
+      if constexpr (Config::kRegisterItems > 0) {
+        RegisterRow<Config::kThreads, (Config::kRegisterItems > 0 ? Config::kRegisterItems : 1)> row;
+        row.load(scores, len);
+        select_row(state, store, row, out, scores, len, sort_buffer);
+      } else {
+        StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads> row;
+        row.load(scores, len);
+        select_row(state, store, row, out, scores, len, sort_buffer);
+      }
+      __syncthreads();  // shared state is reused by the next row
+    }
+  }
+};
+
+}  // namespace sgtopk

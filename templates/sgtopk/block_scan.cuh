@@ -1,0 +1,82 @@
+// Block-wide scans and the rank search over a histogram.
+#pragma once
+#include "sgtopk/common.cuh"
+
+namespace sgtopk {
+
+// Exclusive prefix sum over the block in thread order. `scratch` holds 33 words.
+template <int kThreads>
+SGTOPK_DEVICE u32 block_exclusive_sum(u32 value, u32* scratch, u32* block_total) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  u32 inclusive = value;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d) inclusive += up;
+  }
+  if (lane == 31) scratch[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    u32 w = lane < kWarps ? scratch[lane] : 0u;
+    u32 w_inclusive = w;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      u32 up = __shfl_up_sync(0xffffffffu, w_inclusive, d);
+      if (lane >= d) w_inclusive += up;
+    }
+    if (lane < kWarps) scratch[lane] = w_inclusive - w;
+    if (lane == 31) scratch[32] = w_inclusive;
+  }
+  __syncthreads();
+  u32 result = scratch[warp] + inclusive - value;
+  *block_total = scratch[32];
+  __syncthreads();  // scratch is reusable on return
+  return result;
+}
+
+// Where rank `rank` (1-based, counted from the top) falls in a histogram.
+struct RankBin {
+  u32 bin;    // the bin holding the element of that rank
+  u32 above;  // elements in bins above it (above < rank <= above + count[bin])
+};
+
+// Every thread gets the same answer. Requires 1 <= rank <= total count.
+// Thread t owns kBins/kThreads consecutive bins counted from the top, so a
+// block prefix sum in thread order is a suffix sum over bins.
+template <int kThreads, int kBins>
+SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
+  static_assert(kBins % kThreads == 0 || kThreads % kBins == 0, "bins and threads must nest");
+  constexpr int kPerThread = kBins >= kThreads ? kBins / kThreads : 1;
+  const int first = kBins - (static_cast<int>(threadIdx.x) + 1) * kPerThread;  // lowest bin owned
+  u32 counts[kPerThread];
+  u32 owned = 0;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    counts[j] = first >= 0 ? bins[first + j] : 0u;
+    owned += counts[j];
+  }
+  u32 total;
+  u32 above = block_exclusive_sum<kThreads>(owned, scratch, &total);
+  if (first >= 0 && above < rank && rank <= above + owned) {
+#pragma unroll
+    for (int j = kPerThread - 1; j >= 0; --j) {
+      if (above < rank && rank <= above + counts[j]) {
+        scratch[0] = static_cast<u32>(first + j);
+        scratch[1] = above;
+      }
+      above += counts[j];
+    }
+  }
+  __syncthreads();
+  RankBin found{scratch[0], scratch[1]};
+  __syncthreads();
+  return found;
+}
+
+template <int kThreads>
+SGTOPK_DEVICE void clear_words(u32* words, int count) {
+  for (int i = threadIdx.x; i < count; i += kThreads) words[i] = 0u;
+}
+
+}  // namespace sgtopk

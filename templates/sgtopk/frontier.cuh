@@ -1,0 +1,199 @@
+// The frontier and its exact refinement (ALGORITHM.md, phase 3).
+//
+// A round takes the current candidates, the histogram of their current digit
+// and the rank still to fill (`remaining`). It finds the digit d holding that
+// rank, commits every candidate with a larger digit, drops the smaller ones,
+// and carries the d-group forward while histogramming its next digit. When
+// the d-group exactly fills the rank it is committed whole and selection ends.
+//
+// Digits: round 0 is the 11-bit coarse key (the boundary pass); rounds 1..3
+// take 11, 11, 10 bits of the FP32 ordered key; the remaining rounds take the
+// bits of the inverted index, so ties resolve to the lowest indices through
+// the same machinery, and a group can never be larger than its rank at the end.
+//
+// Candidates live in a logical array: the first kSharedCapacity slots in
+// shared memory, the next kGlobalCapacity in the CTA's own workspace slice.
+// When a group does not fit, it is not stored and the next round re-derives it
+// from the row (registers or global memory) by matching the resolved prefix.
+#pragma once
+#include "sgtopk/block_scan.cuh"
+#include "sgtopk/keys.cuh"
+#include "sgtopk/warp_append.cuh"
+
+namespace sgtopk {
+
+template <int kIndexBits>
+struct DigitSchedule {
+  static constexpr int kIndexRounds = (kIndexBits + 10) / 11;
+  static constexpr int kRounds = 1 + 3 + kIndexRounds;  // coarse + key + index
+
+  // Rank-key digits of round r >= 1: (key >> shift) & ((1 << bits) - 1).
+  SGTOPK_DEVICE static int shift(int r) {
+    if (r == 0) return 64;  // the coarse round resolves no rank-key bits
+    if (r == 1) return 53;
+    if (r == 2) return 42;
+    if (r == 3) return 32;
+    const int j = r - 4;  // index rounds from the top index bit down
+    return max_of(0, kIndexBits - 11 * (j + 1));
+  }
+  SGTOPK_DEVICE static int bits(int r) {
+    if (r == 1 || r == 2) return 11;
+    if (r == 3) return 10;
+    const int j = r - 4;
+    return min_of(11, kIndexBits - 11 * j);
+  }
+  SGTOPK_DEVICE static u32 digit(u64 rank_key, int r) {
+    return static_cast<u32>(rank_key >> shift(r)) & ((1u << bits(r)) - 1u);
+  }
+};
+
+// Shared state of one row's selection. Lives at the start of dynamic shared memory.
+struct SelectionState {
+  u32 histogram[kCoarseBins];
+  u32 scratch[36];
+  u32 committed;        // output slots filled
+  u32 frontier_count;   // candidates of the current group (may exceed capacity)
+  u32 next_count;       // candidates carried into the next round
+  u32 remaining;        // rank still to fill from the current group
+  u32 coarse_boundary;  // round-0 boundary bin
+  u32 done;
+  u64 prefix;           // rank_key >> shift(last resolved round)
+};
+
+template <int kSharedCapacity, int kGlobalCapacity>
+struct FrontierStore {
+  static constexpr u32 kCapacity = static_cast<u32>(kSharedCapacity) + static_cast<u32>(kGlobalCapacity);
+  float* shared_value;
+  u32* shared_index;
+  float* global_value;
+  u32* global_index;
+
+  SGTOPK_DEVICE void store(u32 slot, float value, u32 index) const {
+    if (slot < static_cast<u32>(kSharedCapacity)) {
+      shared_value[slot] = value;
+      shared_index[slot] = index;
+    } else if (slot < kCapacity) {
+      global_value[slot - kSharedCapacity] = value;
+      global_index[slot - kSharedCapacity] = index;
+    }
+  }
+  SGTOPK_DEVICE void load(u32 slot, float* value, u32* index) const {
+    if (slot < static_cast<u32>(kSharedCapacity)) {
+      *value = shared_value[slot];
+      *index = shared_index[slot];
+    } else {
+      *value = global_value[slot - kSharedCapacity];
+      *index = global_index[slot - kSharedCapacity];
+    }
+  }
+};
+
+// The row-level refinement loop, shared by every select family. `Output`
+// commits one (index, value); `Row` re-derives candidates when the frontier
+// did not fit (see row_stream.cuh for the two row kinds).
+template <int kThreads, int kIndexBits, typename Store, typename Row, typename Output>
+struct Refinement {
+  typedef DigitSchedule<kIndexBits> Schedule;
+
+  SelectionState& state;
+  const Store& store;
+  const Row& row;
+  const Output& out;
+
+  // Is (value, index) still a candidate before round r (r >= 1)?
+  SGTOPK_DEVICE bool in_group(float value, u32 index, int r) const {
+    if (coarse_key(value) != state.coarse_boundary) return false;
+    if (r == 1) return true;
+    return (rank_key(value, index) >> Schedule::shift(r - 1)) == state.prefix;
+  }
+
+  // Classify one candidate of round r against digit d; carry into round r+1.
+  SGTOPK_DEVICE void classify(float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
+    if (digit < d) return;  // dropped: most of the row in the boundary pass
+    const bool commit = digit > d || (digit == d && take_group);
+    const bool carry = digit == d && !take_group;
+    const u32 slot = warp_append(commit, &state.committed);
+    if (commit) out.commit(slot, index, value);
+    const u32 next = warp_append(carry, &state.next_count);
+    if (carry) {
+      store.store(next, value, index);
+      if (r + 1 < Schedule::kRounds) atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), r + 1)], 1u);
+    }
+  }
+
+  // Resolve the histogram of round r: boundary digit, how many to commit.
+  // Returns the boundary digit; sets take_group when the whole group fits.
+  SGTOPK_DEVICE u32 resolve(bool* take_group) {
+    const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, state.remaining, state.scratch);
+    const u32 group = state.histogram[found.bin];
+    *take_group = found.above + group == state.remaining;
+    __syncthreads();
+    clear_words<kThreads>(state.histogram, kCoarseBins);
+    if (threadIdx.x == 0) {
+      state.remaining -= found.above;
+      state.next_count = 0u;
+    }
+    __syncthreads();
+    return found.bin;
+  }
+
+  // After round r classified: the carried group becomes the frontier.
+  SGTOPK_DEVICE void advance(bool take_group, u32 d, int r) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (take_group) state.done = 1u;
+      state.frontier_count = state.next_count;
+      if (r == 0) {
+        state.coarse_boundary = d;
+      } else {
+        // The first index round skips the constant high bits of the inverted
+        // index (all ones below the width): fold them into the prefix too.
+        const int gap = Schedule::shift(r - 1) - Schedule::shift(r);
+        const u64 constant_ones = ((1ull << gap) - 1ull) & ~((1ull << Schedule::bits(r)) - 1ull);
+        state.prefix = (state.prefix << gap) | constant_ones | d;
+      }
+    }
+    __syncthreads();
+  }
+
+  // Round 0 over the whole row: the coarse histogram is in state.histogram.
+  // Commits everything above the boundary bin, carries the bin as the frontier.
+  SGTOPK_DEVICE void boundary_pass() {
+    bool take_group;
+    const u32 d = resolve(&take_group);
+    row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); });
+    advance(take_group, d, 0);
+  }
+
+  // Rounds 1.. until the rank is filled. Round 0 (or the sampled family's
+  // certification) has run: the frontier holds the boundary group and the
+  // histogram its digit of round 1.
+  SGTOPK_DEVICE void refine() {
+    for (int r = 1; r < Schedule::kRounds && !state.done; ++r) {
+      bool take_group;
+      const u32 d = resolve(&take_group);
+      const u32 count = state.frontier_count;
+      if (count <= Store::kCapacity) {
+        // Stored frontier: read a block-wide chunk into registers, then
+        // compact the carried group in place (slots written never exceed
+        // slots already read).
+        for (u32 base = 0; base < count; base += kThreads) {
+          const u32 slot = base + threadIdx.x;
+          float value = 0.0f;
+          u32 index = 0u;
+          if (slot < count) store.load(slot, &value, &index);
+          __syncthreads();
+          if (slot < count) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
+        }
+      } else {
+        row.for_each([&](int i, float value) {
+          const u32 index = static_cast<u32>(i);
+          if (in_group(value, index, r)) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
+        });
+      }
+      advance(take_group, d, r);
+    }
+  }
+};
+
+}  // namespace sgtopk

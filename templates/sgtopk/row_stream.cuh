@@ -1,0 +1,95 @@
+// Streaming one row through the block: a scalar head up to 16-byte alignment,
+// float4 loads (kUnroll vectors in flight per thread) for the body, scalars
+// for the tail. Rows start anywhere (pitch, window starts), so alignment is
+// found at run time rather than assumed.
+#pragma once
+#include "sgtopk/common.cuh"
+
+namespace sgtopk {
+
+SGTOPK_DEVICE float4 load_vector(const float4* p) { return __ldg(p); }
+
+// Calls visit(index, value) for every i in [0, len). Not every lane reaches a
+// given call (tails), so visit must not assume a converged warp.
+template <int kThreads, int kUnroll, bool kVectorLoads, typename Visit>
+SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit) {
+  const int t = threadIdx.x;
+  int head = 0;
+  if (kVectorLoads) {
+    const u32 misalignment = static_cast<u32>(reinterpret_cast<u64>(row) & 15u) >> 2;
+    head = min_of<int>(len, static_cast<int>((4u - misalignment) & 3u));
+  } else {
+    head = len;
+  }
+  // Head (and everything when vector loads are off): coalesced scalars.
+  for (int i = t; i < head; i += kThreads) visit(i, __ldg(row + i));
+  if (!kVectorLoads) return;
+
+  const float4* body = reinterpret_cast<const float4*>(row + head);
+  const int vectors = (len - head) >> 2;
+  for (int base = 0; base < vectors; base += kThreads * kUnroll) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = base + u * kThreads + t;
+      if (j < vectors) v[u] = load_vector(body + j);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = base + u * kThreads + t;
+      if (j < vectors) {
+        const int i = head + 4 * j;
+        visit(i, v[u].x);
+        visit(i + 1, v[u].y);
+        visit(i + 2, v[u].z);
+        visit(i + 3, v[u].w);
+      }
+    }
+  }
+  for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit(i, __ldg(row + i));
+}
+
+// A short row held in registers: element u*kThreads + t lives in thread t's
+// slot u. Loaded once, visited as often as the passes need.
+template <int kThreads, int kItems>
+struct RegisterRow {
+  float value[kItems];
+  int len;
+
+  SGTOPK_DEVICE void load(const float* row, int row_len) {
+    len = row_len;
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = u * kThreads + static_cast<int>(threadIdx.x);
+      value[u] = i < len ? __ldg(row + i) : 0.0f;
+    }
+  }
+
+  template <typename Visit>
+  SGTOPK_DEVICE void for_each(Visit&& visit) const {
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = u * kThreads + static_cast<int>(threadIdx.x);
+      if (i < len) visit(i, value[u]);
+    }
+  }
+};
+
+// The same interface over global memory, for rows too long for registers.
+template <int kThreads, int kUnroll, bool kVectorLoads>
+struct StreamedRow {
+  const float* row;
+  int len;
+
+  SGTOPK_DEVICE void load(const float* row_begin, int row_len) {
+    row = row_begin;
+    len = row_len;
+  }
+
+  template <typename Visit>
+  SGTOPK_DEVICE void for_each(Visit&& visit) const {
+    for_each_score<kThreads, kUnroll, kVectorLoads>(row, len, visit);
+  }
+};
+
+}  // namespace sgtopk

@@ -1,0 +1,63 @@
+// Writing one row's result: committed slots, short rows, the sorted option.
+#pragma once
+#include "sgtopk/keys.cuh"
+
+namespace sgtopk {
+
+template <bool kValues>
+struct RowOutput {
+  int* indices;
+  float* values;
+
+  SGTOPK_DEVICE void commit(u32 slot, u32 index, float value) const {
+    indices[slot] = static_cast<int>(index);
+    if (kValues) values[slot] = value;
+  }
+};
+
+// A row with len <= K: every valid index once, then -1 (values: -inf).
+template <int kThreads, int kK, bool kValues>
+SGTOPK_DEVICE void write_whole_row(const RowOutput<kValues>& out, const float* row, int len) {
+  for (int s = threadIdx.x; s < kK; s += kThreads) {
+    const bool valid = s < len;
+    out.indices[s] = valid ? s : -1;
+    if (kValues) out.values[s] = valid ? __ldg(row + s) : __int_as_float(0xff800000);
+  }
+}
+
+// Orders slots [0, count) by value descending, ties by index ascending:
+// a bitonic sort of rank keys in shared memory (`buffer` holds kSortSlots).
+template <int kThreads, int kSortSlots, bool kValues>
+SGTOPK_DEVICE void sort_row_output(const RowOutput<kValues>& out, const float* row, int count, u64* buffer) {
+  __syncthreads();  // committed slots written by other threads are visible after this
+  for (int s = threadIdx.x; s < kSortSlots; s += kThreads) {
+    // Padding key 0 sorts below every real key (a NaN at index i has key 0xffffffff - i > 0).
+    buffer[s] = s < count ? rank_key(__ldg(row + out.indices[s]), static_cast<u32>(out.indices[s])) : 0ull;
+  }
+  __syncthreads();
+  int slots = 1;
+  while (slots < count) slots <<= 1;
+  for (int k = 2; k <= slots; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < slots; i += kThreads) {
+        const int partner = i ^ j;
+        if (partner > i) {
+          const u64 a = buffer[i], b = buffer[partner];
+          const bool descending = (i & k) == 0;
+          if (descending ? a < b : a > b) {
+            buffer[i] = b;
+            buffer[partner] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int s = threadIdx.x; s < count; s += kThreads) {
+    const u32 index = index_of_rank_key(buffer[s]);
+    out.indices[s] = static_cast<int>(index);
+    if (kValues) out.values[s] = __ldg(row + index);
+  }
+}
+
+}  // namespace sgtopk
