@@ -196,7 +196,11 @@ const std::vector<Section>& sections() {
                    "frontier entries per worker CTA in its global workspace slice; a larger frontier\n"
                    "is refined by re-reading the row instead"),
            integer("vector_bytes", SGTOPK_MEMBER(direct.vector_bytes), {4, 16, kPow2},
-                   "widest score load in bytes"),
+                   "widest score load in bytes (16: float4 body after a scalar head; less: scalar loads)"),
+           integer("loads_in_flight", SGTOPK_MEMBER(direct.loads_in_flight), {1, 8},
+                   "16-byte loads each thread issues before classifying the first"),
+           boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
+                   "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -24,9 +24,11 @@ struct SelectDirectPolicy {
   int items_per_thread = 16;             // rows with width <= block_threads * items_per_thread stay in registers; 1..32
   int workers_per_sm = 1;                // persistent worker CTAs per SM, 1..8
   int frontier_shared_capacity = 4096;   // frontier entries kept in shared memory, 256..16384
-  int frontier_global_capacity = 65536;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
+  int frontier_global_capacity = 16384;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
                                          // a larger frontier is refined by re-reading the row instead
   int vector_bytes = 16;                 // widest load: 4, 8 or 16
+  int loads_in_flight = 4;               // 16-byte loads each thread issues before using the first, 1..8
+  bool aggregate_histogram = true;       // one shared atomic per distinct bin per warp (__match_any_sync)
   bool operator==(const SelectDirectPolicy&) const = default;
 };
 

@@ -50,20 +50,29 @@ std::string hex32(uint32_t b) {
   return buf;
 }
 
-// The k-th largest key64 of the row (1 <= k <= len). A 16-bit radix pre-pass
-// narrows large rows to one bucket before nth_element.
-uint64_t kth_key64(const float* row, int64_t len, int k) {
+// Ordered keys of a row, in a per-thread buffer reused across calls.
+const std::vector<uint32_t>& row_keys(const float* row, int64_t len) {
+  thread_local std::vector<uint32_t> keys;
+  keys.resize(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) keys[static_cast<size_t>(i)] = ordered_key(row[i]);
+  return keys;
+}
+
+// The k-th largest key64 of a row given its ordered keys (1 <= k <= len). A
+// 16-bit radix pre-pass narrows large rows to one bucket before nth_element.
+uint64_t kth_key64(const std::vector<uint32_t>& keys, int k) {
+  const int64_t len = static_cast<int64_t>(keys.size());
   thread_local std::vector<uint64_t> scratch;
   scratch.clear();
   if (len <= 65536) {
     scratch.resize(static_cast<size_t>(len));
-    for (int64_t i = 0; i < len; ++i) scratch[static_cast<size_t>(i)] = key64(ordered_key(row[i]), i);
+    for (int64_t i = 0; i < len; ++i) scratch[static_cast<size_t>(i)] = key64(keys[static_cast<size_t>(i)], i);
     std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<uint64_t>());
     return scratch[static_cast<size_t>(k - 1)];
   }
-  thread_local std::vector<int64_t> hist;
+  thread_local std::vector<uint32_t> hist;
   hist.assign(65536, 0);
-  for (int64_t i = 0; i < len; ++i) ++hist[ordered_key(row[i]) >> 16];
+  for (uint32_t key : keys) ++hist[key >> 16];
   int64_t above = 0;
   uint32_t bucket = 65535;
   for (;; --bucket) {
@@ -72,7 +81,7 @@ uint64_t kth_key64(const float* row, int64_t len, int k) {
   }
   const int64_t need = k - above;  // >= 1
   for (int64_t i = 0; i < len; ++i) {
-    uint32_t key = ordered_key(row[i]);
+    const uint32_t key = keys[static_cast<size_t>(i)];
     if ((key >> 16) == bucket) scratch.push_back(key64(key, i));
   }
   std::nth_element(scratch.begin(), scratch.begin() + (need - 1), scratch.end(), std::greater<uint64_t>());
@@ -164,11 +173,13 @@ std::vector<int32_t> select_row(const float* row, int64_t len, int k) {
     chosen.reserve(static_cast<size_t>(len));
     for (int64_t i = 0; i < len; ++i) chosen.push_back(key64(ordered_key(row[i]), i));
   } else {
-    const uint64_t boundary = kth_key64(row, len, k);
+    const std::vector<uint32_t>& keys = row_keys(row, len);
+    const uint64_t boundary = kth_key64(keys, k);
+    const uint32_t boundary_key = static_cast<uint32_t>(boundary >> 32);
     chosen.reserve(static_cast<size_t>(k));
     for (int64_t i = 0; i < len; ++i) {
-      uint64_t kk = key64(ordered_key(row[i]), i);
-      if (kk >= boundary) chosen.push_back(kk);
+      const uint32_t key = keys[static_cast<size_t>(i)];
+      if (key >= boundary_key && key64(key, i) >= boundary) chosen.push_back(key64(key, i));
     }
   }
   std::sort(chosen.begin(), chosen.end(), std::greater<uint64_t>());
@@ -208,12 +219,13 @@ std::string check_select_row(const float* row, int64_t len, int k, const int32_t
 
   if (valid >= k) {
     // Membership in the expected set: k distinct members of a k-element set are the set.
-    const uint64_t boundary = kth_key64(row, valid, k);
+    const std::vector<uint32_t>& keys = row_keys(row, valid);
+    const uint64_t boundary = kth_key64(keys, k);
     const uint32_t boundary_key = static_cast<uint32_t>(boundary >> 32);
     const int64_t boundary_index = index_of(boundary);
     for (int64_t s = 0; s < k; ++s) {
       const int32_t idx = indices[s];
-      const uint32_t key = ordered_key(row[idx]);
+      const uint32_t key = keys[static_cast<size_t>(idx)];
       if (key64(key, idx) >= boundary) continue;
       if (key == boundary_key) {
         int64_t lower = 0;
@@ -230,7 +242,7 @@ std::string check_select_row(const float* row, int64_t len, int k, const int32_t
     int64_t min_sel = -1, max_unsel = -1;
     uint32_t min_sel_key = 0xffffffffu, max_unsel_key = 0;
     for (int64_t i = 0; i < valid; ++i) {
-      const uint32_t key = ordered_key(row[i]);
+      const uint32_t key = keys[static_cast<size_t>(i)];
       if (seen[static_cast<size_t>(i)]) {
         if (min_sel < 0 || key < min_sel_key) {
           min_sel = i;

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -74,8 +75,17 @@ bool request_from_table(const toml::table& t, Request* r, std::string* error) {
         std::end(known))
       return *error = "unknown key '" + std::string(key.str()) + "'", false;
   }
+  for (const char* key : {"k", "rows", "width", "pitch", "out_pitch"}) {
+    if (t.contains(key) && !t[key].is_integer())
+      return *error = std::string(key) + " must be an integer", false;
+  }
+  for (const char* key : {"name", "family"}) {
+    if (t.contains(key) && !t[key].is_string()) return *error = std::string(key) + " must be a string", false;
+  }
+  const int64_t k = t["k"].value_or(int64_t{0});
+  if (k < INT32_MIN || k > INT32_MAX) return *error = "k = " + std::to_string(k) + " does not fit in int32", false;
   r->name = t["name"].value_or(r->name);
-  r->problem.k = static_cast<int32_t>(t["k"].value_or(int64_t{0}));
+  r->problem.k = static_cast<int32_t>(k);
   r->problem.rows = t["rows"].value_or(int64_t{0});
   r->problem.width = t["width"].value_or(int64_t{0});
   r->problem.pitch = t["pitch"].value_or(int64_t{0});
@@ -96,19 +106,20 @@ bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std
       }
       return argv[++i];
     };
-    auto number = [&](const char* what) -> int64_t {
+    auto number = [&](const char* what, bool int32 = false) -> int64_t {
       std::string v = value(what);
       try {
         size_t used = 0;
         int64_t n = std::stoll(v, &used);
         if (used != v.size()) throw std::invalid_argument(v);
+        if (int32 && (n < INT32_MIN || n > INT32_MAX)) throw std::out_of_range(v);
         return n;
       } catch (...) {
-        std::fprintf(stderr, "sgtopk: %s expects an integer, got '%s'\n", what, v.c_str());
+        std::fprintf(stderr, "sgtopk: %s expects an integer%s, got '%s'\n", what, int32 ? " in int32 range" : "", v.c_str());
         std::exit(2);
       }
     };
-    if (a == "--k") r->problem.k = static_cast<int32_t>(number("--k"));
+    if (a == "--k") r->problem.k = static_cast<int32_t>(number("--k", true));
     else if (a == "--rows") r->problem.rows = number("--rows");
     else if (a == "--width") r->problem.width = number("--width");
     else if (a == "--pitch") r->problem.pitch = number("--pitch");
@@ -116,10 +127,10 @@ bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std
     else if (a == "--sorted") r->problem.flags |= SGTOPK_SORTED;
     else if (a == "--starts") r->problem.flags |= SGTOPK_STARTS;
     else if (a == "--arch") r->arch = value("--arch");
-    else if (a == "--device") r->device = static_cast<int>(number("--device"));
+    else if (a == "--device") r->device = static_cast<int>(number("--device", true));
     else if (a == "--policy") r->policy_file = value("--policy");
     else if (a == "--family") r->family = value("--family");
-    else if (a == "--jobs" && jobs) *jobs = static_cast<int>(number("--jobs"));
+    else if (a == "--jobs" && jobs) *jobs = static_cast<int>(number("--jobs", true));
     else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "sgtopk: unknown option %s\n", a.c_str());
       return false;
@@ -181,6 +192,14 @@ int cmd_prewarm(int argc, char** argv) {
   std::vector<Request> requests;
   try {
     toml::table manifest = toml::parse_file(manifest_path);
+    for (const auto& [key, value] : manifest) {
+      (void)value;
+      if (key != "arch" && key != "policy" && key != "plan") {
+        std::fprintf(stderr, "sgtopk: %s:%u: unknown key '%s' (known: arch, policy, [[plan]])\n", manifest_path.c_str(),
+                     key.source().begin.line, std::string(key.str()).c_str());
+        return 2;
+      }
+    }
     const std::filesystem::path base = std::filesystem::path(manifest_path).parent_path();
     std::string arch = manifest["arch"].value_or(std::string("sm_90"));
     if (!defaults.arch.empty()) arch = defaults.arch;

@@ -11,10 +11,11 @@
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
-//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kIndexBits,
+//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kAggregateHistogram, kIndexBits,
 //   kFrontierShared, kFrontierGlobal, kSortSlots.
 #pragma once
 #include "sgtopk/frontier.cuh"
+#include "sgtopk/histogram.cuh"
 #include "sgtopk/row_stream.cuh"
 #include "sgtopk/select_output.cuh"
 
@@ -49,7 +50,7 @@ struct DirectExactAgent {
       state.prefix = 0ull;
     }
     __syncthreads();
-    row.for_each([&](int, float value) { atomicAdd(&state.histogram[coarse_key(value)], 1u); });
+    row.for_each([&](int, float value) { count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(value)); });
     __syncthreads();
 
     Refinement<Config::kThreads, Config::kIndexBits, Store, Row, Output> refinement{state, store, row, out};

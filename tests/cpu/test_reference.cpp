@@ -261,7 +261,9 @@ TEST(ReferenceKey, CoarseBinLowerEndpointAtEveryBinEdge) {
       const float x = float_from_ordered_key(static_cast<uint32_t>(std::min<uint64_t>(key + d, 0xff800000ull)));
       const uint32_t c = coarse_key(x);
       ASSERT_GE(x, endpoint[c]);
-      if (c + 1 <= kCoarseKeyMaxNumber) ASSERT_LT(x, endpoint[c + 1]) << x;
+      if (c + 1 <= kCoarseKeyMaxNumber) {
+        ASSERT_LT(x, endpoint[c + 1]) << x;
+      }
     }
   }
   // The FP16 rounding boundary: values that round *up* into a bin belong to it.

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Write bench/results/README.md from the benchmark JSON files beside it.
+
+    python3 bench/make_results_readme.py [--dir bench/results] [--out bench/results/README.md]
+
+For every (workload, tag) the latest file (by its date, then commit time order
+of the file name, then modification time) gives the table; older files are
+listed by name below it. Also the Markdown renderer bench_select.py uses for
+its per-run .md file (no torch needed here).
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+
+
+def _fmt(x, digits=3):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isnan(x) or math.isinf(x):
+            return str(x)
+        if abs(x) >= 100:
+            return "%.1f" % x
+        return ("%%.%df" % digits) % x
+    return str(x)
+
+
+def geomean(values):
+    v = [float(x) for x in values if x is not None and x > 0 and math.isfinite(float(x))]
+    if not v:
+        return None
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+
+
+def summarize(doc):
+    """Counts and means of one result document (select runs)."""
+    runs = [r for r in doc.get("runs", []) if r.get("op", "select") == "select"]
+    considered = [r for r in runs if not r.get("skipped")]
+    timed = [r for r in considered if r.get("exact") and r.get("time_ms") is not None]
+    errors = [r for r in considered if r.get("error")]
+    inexact = [r for r in considered if r.get("exact") is False]
+    ratios = [r.get("ratio") for r in timed]
+    speedups = [r.get("speedup_vs_torch") for r in timed if r.get("speedup_vs_torch")]
+    by_scores = {}
+    for r in timed:
+        by_scores.setdefault(r.get("scores", "?"), []).append(r.get("ratio"))
+    return {
+        "configs": len(runs),
+        "considered": len(considered),
+        "skipped": len(runs) - len(considered),
+        "timed": len(timed),
+        "exact": sum(1 for r in considered if r.get("exact") is True),
+        "inexact": len(inexact),
+        "errors": len(errors),
+        "all_exact": len(considered) > 0 and all(r.get("exact") is True for r in considered),
+        "geomean_ratio": geomean(ratios),
+        "max_ratio": max([x for x in ratios if x is not None], default=None),
+        "geomean_ratio_by_scores": {k: geomean(v) for k, v in sorted(by_scores.items())},
+        "geomean_speedup_vs_torch": geomean(speedups),
+        "min_speedup_vs_torch": min(speedups, default=None),
+    }
+
+
+def summary_line(doc):
+    s = summarize(doc)
+    parts = ["SUMMARY", "workload=%s" % doc.get("workload")]
+    if doc.get("tag"):
+        parts.append("tag=%s" % doc["tag"])
+    parts += [
+        "configs=%d" % s["configs"], "timed=%d" % s["timed"], "exact=%d/%d" % (s["exact"], s["considered"]),
+        "errors=%d" % s["errors"], "skipped=%d" % s["skipped"],
+        "all_exact=%s" % ("yes" if s["all_exact"] else "no"),
+        "geomean_ratio=%s" % _fmt(s["geomean_ratio"]), "max_ratio=%s" % _fmt(s["max_ratio"]),
+        "geomean_speedup_vs_torch=%s" % _fmt(s["geomean_speedup_vs_torch"], 2),
+    ]
+    return " ".join(parts)
+
+
+def render_table(doc, heading_level=2):
+    """One result document as Markdown: a header line, the table, the means."""
+    h = "#" * heading_level
+    title = doc.get("workload", "?") + (" [%s]" % doc["tag"] if doc.get("tag") else "")
+    out = []
+    out.append("%s %s" % (h, title))
+    out.append("")
+    bw = doc.get("read_bandwidth_GBps")
+    meta = "%s, commit %s, %s, CUDA %s, read bandwidth %s GB/s" % (
+        doc.get("date", "?"), doc.get("commit", "?"), doc.get("device", "?"), doc.get("cuda", "?"),
+        ("%.0f" % bw) if isinstance(bw, (int, float)) else "?")
+    if doc.get("policy_toml") or doc.get("family_forced"):
+        meta += "; policy %r, family %r" % (doc.get("policy_toml"), doc.get("family_forced"))
+    if doc.get("quick"):
+        meta += "; quick subset"
+    out.append(meta)
+    out.append("")
+    out.append("| M | N | K | scores | family | time ms | floor ms | ratio | torch ms | x faster than torch | exact |")
+    out.append("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|")
+    for r in doc.get("runs", []):
+        if r.get("op", "select") != "select":
+            continue
+        if r.get("skipped"):
+            exact = "skipped: %s" % r["skipped"]
+        elif r.get("error"):
+            exact = "ERROR: %s" % str(r["error"]).replace("|", "/").replace("\n", " ")[:120]
+        elif r.get("exact") is True:
+            exact = "yes"
+        elif r.get("exact") is False:
+            exact = "**NO**: %s" % str(r.get("verify", "")).replace("|", "/").replace("\n", " ")[:120]
+        else:
+            exact = "?"
+        torch_ms = (r.get("baselines") or {}).get("torch_topk_ms")
+        sp = r.get("speedup_vs_torch")
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("M"), r.get("N"), r.get("K"), r.get("scores", "-"), r.get("family") or "-",
+            _fmt(r.get("time_ms"), 4), _fmt(r.get("floor_ms"), 4), _fmt(r.get("ratio"), 2),
+            _fmt(torch_ms, 3), _fmt(sp, 2), exact))
+    s = summarize(doc)
+    out.append("")
+    line = "Geometric mean of time/floor: **%s** over %d timed configurations (max %s)" % (
+        _fmt(s["geomean_ratio"]), s["timed"], _fmt(s["max_ratio"]))
+    if len(s["geomean_ratio_by_scores"]) > 1:
+        line += "; by scores: " + ", ".join("%s %s" % (k, _fmt(v)) for k, v in s["geomean_ratio_by_scores"].items())
+    out.append(line + ".")
+    out.append("Exact: %d of %d; errors: %d; skipped: %d. Geometric mean speedup over torch.topk: %s (min %s)." % (
+        s["exact"], s["considered"], s["errors"], s["skipped"], _fmt(s["geomean_speedup_vs_torch"], 2),
+        _fmt(s["min_speedup_vs_torch"], 2)))
+    return "\n".join(out) + "\n"
+
+
+def _sort_key(path_doc):
+    path, doc = path_doc
+    return (str(doc.get("date", "")), str(doc.get("finished", "")), os.path.getmtime(path))
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=os.path.join(here, "results"))
+    ap.add_argument("--out", default=None, help="default: DIR/README.md")
+    a = ap.parse_args(argv)
+    out_path = a.out or os.path.join(a.dir, "README.md")
+    groups = {}
+    for path in sorted(glob.glob(os.path.join(a.dir, "*.json"))):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print("skipping %s: %s" % (path, e), file=sys.stderr)
+            continue
+        if not isinstance(doc, dict) or "workload" not in doc or "runs" not in doc:
+            continue
+        groups.setdefault((doc["workload"], doc.get("tag") or ""), []).append((path, doc))
+    order = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep"]
+    keys = sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
+    lines = [
+        "# Benchmark results",
+        "",
+        "Generated by `bench/make_results_readme.py` from the JSON files in this folder "
+        "(`bench/bench_select.py` writes them; the protocol is `/work/shared/design/BENCH.md`: "
+        "CUDA-graph replays, every configuration verified exact first, floor = bytes that must move / "
+        "read bandwidth measured in the same run). The latest file of each workload is shown.",
+        "",
+    ]
+    if not keys:
+        lines.append("No results yet.")
+        lines.append("")
+    for key in keys:
+        items = sorted(groups[key], key=_sort_key)
+        path, doc = items[-1]
+        lines.append(render_table(doc, heading_level=2).rstrip("\n"))
+        lines.append("")
+        lines.append("Source: `%s`." % os.path.basename(path))
+        older = [os.path.basename(p) for p, _ in items[:-1]]
+        if older:
+            lines.append("Older runs: " + ", ".join("`%s`" % o for o in reversed(older)) + ".")
+        lines.append("")
+    text = "\n".join(lines)
+    with open(out_path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(out_path + ".tmp", out_path)
+    print("wrote %s (%d workloads)" % (out_path, len(keys)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

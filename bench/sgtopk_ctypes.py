@@ -1,0 +1,366 @@
+"""A small ctypes binding of sgtopk's C API (include/sgtopk/sgtopk.h).
+
+Usage (device pointers and streams come from PyTorch, which must have
+initialized CUDA first: sgtopk launches in the device's primary context, the
+one PyTorch uses):
+
+    import torch, sgtopk_ctypes as sg
+    torch.cuda.init()
+    lib = sg.load("build/release")               # loads build/release/libsgtopk.so
+    plan = lib.compile(k=2048, rows=M, width=N)   # or sg.compile(...) after sg.load
+    args = sg.select_args(scores=s, lengths=l, indices=out)   # tensors or ints
+    stream = torch.cuda.current_stream().cuda_stream
+    plan.select(args, stream)
+    g = plan.graph(args); g.launch(stream); g.update(other_args)
+
+Every non-zero status raises SgtopkError with sgtopk_last_error().
+The structs mirror the header field by field; struct_size is ctypes.sizeof.
+"""
+
+import ctypes
+import os
+
+__all__ = [
+    "SgtopkError", "Library", "Plan", "Graph", "load", "compile", "select_args",
+    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "OP_SELECT", "OP_FILTER", "F32",
+]
+
+# --- constants (sgtopk.h) ---------------------------------------------------
+SGTOPK_OK = 0
+STATUS_NAMES = {
+    0: "SGTOPK_OK", 1: "SGTOPK_ERROR_INVALID_ARGUMENT", 2: "SGTOPK_ERROR_POLICY",
+    3: "SGTOPK_ERROR_COMPILE", 4: "SGTOPK_ERROR_NO_DRIVER", 5: "SGTOPK_ERROR_CUDA",
+    6: "SGTOPK_ERROR_UNSUPPORTED", 7: "SGTOPK_ERROR_INTERNAL",
+}
+OP_SELECT = 1
+OP_FILTER = 2
+F32 = 0
+SGTOPK_VALUES = 1 << 0
+SGTOPK_SORTED = 1 << 1
+SGTOPK_STARTS = 1 << 2
+FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
+
+
+# --- structs (field order and types exactly as in sgtopk.h) ------------------
+class Problem(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("op", ctypes.c_int),          # enum sgtopk_operator
+        ("dtype", ctypes.c_int),       # enum sgtopk_dtype
+        ("k", ctypes.c_int32),
+        ("rows", ctypes.c_int64),
+        ("width", ctypes.c_int64),
+        ("pitch", ctypes.c_int64),
+        ("out_pitch", ctypes.c_int64),
+        ("flags", ctypes.c_uint32),
+    ]
+
+
+class CompileOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("device", ctypes.c_int32),
+        ("arch", ctypes.c_char_p),
+        ("policy_file", ctypes.c_char_p),
+        ("policy_toml", ctypes.c_char_p),
+        ("family", ctypes.c_char_p),
+        ("own_workspace", ctypes.c_int32),
+    ]
+
+
+class SelectArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("scores", ctypes.c_uint64),
+        ("lengths", ctypes.c_uint64),
+        ("starts", ctypes.c_uint64),
+        ("live_rows", ctypes.c_uint64),
+        ("indices", ctypes.c_uint64),
+        ("values", ctypes.c_uint64),
+        ("workspace", ctypes.c_uint64),
+    ]
+
+
+class PlanInfo(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("family", ctypes.c_char_p),
+        ("parameters", ctypes.c_char_p),
+        ("cache_key", ctypes.c_char_p),
+        ("arch", ctypes.c_char_p),
+        ("grid", ctypes.c_uint32 * 3),
+        ("block", ctypes.c_uint32 * 3),
+        ("dynamic_smem_bytes", ctypes.c_uint32),
+        ("workspace_bytes", ctypes.c_uint64),
+        ("from_cache", ctypes.c_int32),
+        ("compile_ms", ctypes.c_double),
+        ("load_ms", ctypes.c_double),
+    ]
+
+
+class SgtopkError(RuntimeError):
+    def __init__(self, function, status, message):
+        self.function = function
+        self.status = status
+        self.message = message
+        super().__init__("%s: %s: %s" % (function, STATUS_NAMES.get(status, "status %d" % status), message))
+
+
+def _ptr(x):
+    """A device address from an int, None, or anything with data_ptr() (a torch tensor)."""
+    if x is None:
+        return 0
+    if hasattr(x, "data_ptr"):
+        return int(x.data_ptr())
+    return int(x)
+
+
+def _stream(s):
+    """A CUstream from an int handle, None, a torch.cuda.Stream, or a c_void_p."""
+    if s is None:
+        return ctypes.c_void_p(0)
+    if isinstance(s, ctypes.c_void_p):
+        return s
+    if hasattr(s, "cuda_stream"):
+        return ctypes.c_void_p(int(s.cuda_stream) or None)
+    return ctypes.c_void_p(int(s) or None)
+
+
+def _bytes(s):
+    if s is None:
+        return None
+    if isinstance(s, bytes):
+        return s
+    return str(s).encode("utf-8")
+
+
+def _str(b):
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+def select_args(scores=None, lengths=None, indices=None, values=None, starts=None, live_rows=None, workspace=None):
+    """A SelectArgs from tensors or device addresses (0 / None for absent)."""
+    a = SelectArgs()
+    a.struct_size = ctypes.sizeof(SelectArgs)
+    a.scores = _ptr(scores)
+    a.lengths = _ptr(lengths)
+    a.starts = _ptr(starts)
+    a.live_rows = _ptr(live_rows)
+    a.indices = _ptr(indices)
+    a.values = _ptr(values)
+    a.workspace = _ptr(workspace)
+    return a
+
+
+def _as_args(args):
+    if isinstance(args, SelectArgs):
+        return args
+    if isinstance(args, dict):
+        return select_args(**args)
+    raise TypeError("select args must be a SelectArgs or a dict of tensors / device addresses")
+
+
+class Library:
+    """libsgtopk.so, loaded from a build folder (or a path to the .so itself)."""
+
+    def __init__(self, build_dir_or_path):
+        path = build_dir_or_path
+        if os.path.isdir(path):
+            path = os.path.join(path, "libsgtopk.so")
+        self.path = os.path.abspath(path)
+        self.dll = ctypes.CDLL(self.path)
+        d = self.dll
+        P = ctypes.c_void_p
+        st = ctypes.c_int
+        d.sgtopk_version_string.argtypes = []
+        d.sgtopk_version_string.restype = ctypes.c_char_p
+        d.sgtopk_status_string.argtypes = [ctypes.c_int]
+        d.sgtopk_status_string.restype = ctypes.c_char_p
+        d.sgtopk_last_error.argtypes = []
+        d.sgtopk_last_error.restype = ctypes.c_char_p
+        d.sgtopk_compile.argtypes = [ctypes.POINTER(Problem), ctypes.POINTER(CompileOptions), ctypes.POINTER(P)]
+        d.sgtopk_compile.restype = st
+        d.sgtopk_plan_destroy.argtypes = [P]
+        d.sgtopk_plan_destroy.restype = st
+        d.sgtopk_workspace_size.argtypes = [P, ctypes.POINTER(ctypes.c_size_t)]
+        d.sgtopk_workspace_size.restype = st
+        d.sgtopk_plan_describe.argtypes = [P, ctypes.POINTER(PlanInfo)]
+        d.sgtopk_plan_describe.restype = st
+        d.sgtopk_plan_text.argtypes = [P]
+        d.sgtopk_plan_text.restype = ctypes.c_char_p
+        d.sgtopk_select.argtypes = [P, ctypes.POINTER(SelectArgs), P]
+        d.sgtopk_select.restype = st
+        d.sgtopk_graph_create.argtypes = [P, ctypes.POINTER(SelectArgs), ctypes.POINTER(P)]
+        d.sgtopk_graph_create.restype = st
+        d.sgtopk_graph_update.argtypes = [P, ctypes.POINTER(SelectArgs)]
+        d.sgtopk_graph_update.restype = st
+        d.sgtopk_graph_launch.argtypes = [P, P]
+        d.sgtopk_graph_launch.restype = st
+        d.sgtopk_graph_destroy.argtypes = [P]
+        d.sgtopk_graph_destroy.restype = st
+
+    def version(self):
+        return _str(self.dll.sgtopk_version_string())
+
+    def last_error(self):
+        return _str(self.dll.sgtopk_last_error()) or ""
+
+    def check(self, function, status):
+        if status != SGTOPK_OK:
+            raise SgtopkError(function, status, self.last_error())
+
+    def compile(self, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
+                own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT):
+        return Plan(self, k=k, rows=rows, width=width, pitch=pitch, flags=flags, device=device,
+                    policy_toml=policy_toml, family=family, own_workspace=own_workspace,
+                    out_pitch=out_pitch, arch=arch, policy_file=policy_file, op=op)
+
+
+class Plan:
+    """A compiled plan (sgtopk_plan). Destroy with close() or by dropping it."""
+
+    def __init__(self, lib, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
+                 own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT):
+        self.lib = lib
+        self.handle = None
+        self._graphs = []
+        p = Problem()
+        p.struct_size = ctypes.sizeof(Problem)
+        p.op = int(op)
+        p.dtype = F32
+        p.k = int(k)
+        p.rows = int(rows)
+        p.width = int(width)
+        p.pitch = int(pitch)
+        p.out_pitch = int(out_pitch)
+        p.flags = int(flags)
+        # Keep the encoded strings alive as long as the plan (the library copies
+        # them, but this costs nothing and guards against a change there).
+        self._strings = [_bytes(arch), _bytes(policy_file), _bytes(policy_toml), _bytes(family)]
+        o = CompileOptions()
+        o.struct_size = ctypes.sizeof(CompileOptions)
+        o.device = int(device) if device is not None else -1
+        o.arch, o.policy_file, o.policy_toml, o.family = self._strings
+        o.own_workspace = 1 if own_workspace else 0
+        self.problem = p
+        self.options = o
+        h = ctypes.c_void_p()
+        lib.check("sgtopk_compile", lib.dll.sgtopk_compile(ctypes.byref(p), ctypes.byref(o), ctypes.byref(h)))
+        self.handle = h
+
+    # -- description --
+    @property
+    def info(self):
+        i = PlanInfo()
+        i.struct_size = ctypes.sizeof(PlanInfo)
+        self.lib.check("sgtopk_plan_describe", self.lib.dll.sgtopk_plan_describe(self.handle, ctypes.byref(i)))
+        return {
+            "family": _str(i.family),
+            "parameters": _str(i.parameters),
+            "cache_key": _str(i.cache_key),
+            "arch": _str(i.arch),
+            "grid": list(i.grid),
+            "block": list(i.block),
+            "dynamic_smem_bytes": int(i.dynamic_smem_bytes),
+            "workspace_bytes": int(i.workspace_bytes),
+            "from_cache": int(i.from_cache),
+            "from_cache_text": FROM_CACHE_NAMES.get(int(i.from_cache), str(i.from_cache)),
+            "compile_ms": float(i.compile_ms),
+            "load_ms": float(i.load_ms),
+        }
+
+    @property
+    def workspace_size(self):
+        n = ctypes.c_size_t()
+        self.lib.check("sgtopk_workspace_size", self.lib.dll.sgtopk_workspace_size(self.handle, ctypes.byref(n)))
+        return int(n.value)
+
+    @property
+    def text(self):
+        return _str(self.lib.dll.sgtopk_plan_text(self.handle)) or ""
+
+    # -- launch --
+    def select(self, args, stream=None):
+        a = _as_args(args)
+        self.lib.check("sgtopk_select", self.lib.dll.sgtopk_select(self.handle, ctypes.byref(a), _stream(stream)))
+
+    def graph(self, args):
+        g = Graph(self, _as_args(args))
+        self._graphs.append(g)
+        return g
+
+    def close(self):
+        for g in self._graphs:
+            g.close()
+        self._graphs = []
+        if self.handle is not None and self.handle.value:
+            self.lib.dll.sgtopk_plan_destroy(self.handle)
+        self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Graph:
+    """sgtopk_graph: the launch captured once, replayed with launch(stream)."""
+
+    def __init__(self, plan, args):
+        self.plan = plan
+        self.lib = plan.lib
+        self.handle = None
+        self._args = args
+        h = ctypes.c_void_p()
+        self.lib.check("sgtopk_graph_create",
+                       self.lib.dll.sgtopk_graph_create(plan.handle, ctypes.byref(args), ctypes.byref(h)))
+        self.handle = h
+        self._launch = self.lib.dll.sgtopk_graph_launch
+
+    def launch(self, stream=None):
+        status = self._launch(self.handle, _stream(stream))
+        if status != SGTOPK_OK:
+            self.lib.check("sgtopk_graph_launch", status)
+
+    def update(self, args):
+        a = _as_args(args)
+        self.lib.check("sgtopk_graph_update", self.lib.dll.sgtopk_graph_update(self.handle, ctypes.byref(a)))
+        self._args = a
+
+    def close(self):
+        if self.handle is not None and self.handle.value:
+            self.lib.dll.sgtopk_graph_destroy(self.handle)
+        self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# --- module-level convenience -------------------------------------------------
+_default = None
+
+
+def load(build_dir="build/release"):
+    """Load libsgtopk.so from a build folder; also becomes the default for compile()."""
+    global _default
+    _default = Library(build_dir)
+    return _default
+
+
+def compile(k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None, own_workspace=True, **kw):
+    """Compile a plan with the library loaded by load() (SGTOPK_BUILD or build/release if none)."""
+    global _default
+    if _default is None:
+        load(os.environ.get("SGTOPK_BUILD", "build/release"))
+    return _default.compile(k, rows, width, pitch=pitch, flags=flags, device=device, policy_toml=policy_toml,
+                            family=family, own_workspace=own_workspace, **kw)

@@ -1,0 +1,391 @@
+// The public C API on a machine without a GPU: argument validation (status,
+// message in the caller's terms, no half-made handle), the thread-local last
+// error, a compile-only plan and what it reports, and launches refused
+// cleanly.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sgtopk/sgtopk.h>
+
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+sgtopk_problem good_problem() {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.k = 2048;
+  p.rows = 64;
+  p.width = 100000;
+  return p;
+}
+
+sgtopk_compile_options compile_only(const char* arch = "sm_90") {
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = -1;
+  o.arch = arch;
+  return o;
+}
+
+// A non-null value that sgtopk_compile must overwrite with NULL on failure.
+sgtopk_plan sentinel_plan() { return reinterpret_cast<sgtopk_plan>(static_cast<uintptr_t>(0x1234)); }
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+struct Failure {
+  sgtopk_status status;
+  std::string message;
+  bool out_plan_null;
+};
+
+Failure compile_failure(const sgtopk_problem* problem, const sgtopk_compile_options* options) {
+  sgtopk_plan plan = sentinel_plan();
+  const sgtopk_status status = sgtopk_compile(problem, options, &plan);
+  Failure f{status, sgtopk_last_error(), plan == nullptr};
+  if (status == SGTOPK_OK && plan != nullptr && plan != sentinel_plan()) sgtopk_plan_destroy(plan);
+  return f;
+}
+
+// Compiles `problem` (changed by `mutate`) and expects `status` with every
+// one of `needles` in the message, and *out_plan NULL.
+void expect_rejected(const std::function<void(sgtopk_problem&, sgtopk_compile_options&)>& mutate,
+                     sgtopk_status status, const std::vector<std::string>& needles) {
+  sgtopk_problem p = good_problem();
+  sgtopk_compile_options o = compile_only();
+  mutate(p, o);
+  const Failure f = compile_failure(&p, &o);
+  EXPECT_EQ(f.status, status) << sgtopk_status_string(f.status) << ": " << f.message;
+  EXPECT_TRUE(f.out_plan_null) << "out_plan was not set to NULL on failure";
+  for (const auto& needle : needles) EXPECT_TRUE(contains(f.message, needle)) << "message: " << f.message << "\nwanted: " << needle;
+}
+
+// A value a C caller could pass that names no enumerator (no C++ conversion).
+template <typename Enum>
+Enum enum_from_int(int value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  Enum e;
+  std::memcpy(&e, &value, sizeof value);
+  return e;
+}
+
+bool is_hex32(const char* s) {
+  if (s == nullptr || std::strlen(s) != 32) return false;
+  for (const char* c = s; *c; ++c)
+    if (!std::isxdigit(static_cast<unsigned char>(*c)) || std::isupper(static_cast<unsigned char>(*c))) return false;
+  return true;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ basics ----
+
+TEST(ApiBasics, VersionAndStatusStrings) {
+  const std::string version = std::to_string(SGTOPK_VERSION_MAJOR) + "." + std::to_string(SGTOPK_VERSION_MINOR) + "." +
+                              std::to_string(SGTOPK_VERSION_PATCH);
+  EXPECT_EQ(std::string(sgtopk_version_string()), version);
+  for (int s = SGTOPK_OK; s <= SGTOPK_ERROR_INTERNAL; ++s) {
+    const char* text = sgtopk_status_string(static_cast<sgtopk_status>(s));
+    ASSERT_NE(text, nullptr);
+    EXPECT_GT(std::strlen(text), 0u) << "status " << s;
+  }
+  EXPECT_STREQ(sgtopk_status_string(SGTOPK_OK), "ok");
+}
+
+// ------------------------------------------------- problem validation ----
+
+TEST(ApiProblem, KZero) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.k = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"K=0 is invalid: K must be in 1..8192"});
+}
+
+TEST(ApiProblem, KTooLarge) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.k = 8193; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"K=8193 is invalid: K must be in 1..8192"});
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.k = -1; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"K=-1 is invalid"});
+}
+
+TEST(ApiProblem, RowsZero) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.rows = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"rows=0 is invalid"});
+}
+
+TEST(ApiProblem, WidthZeroOrTooWide) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.width = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"width=0 is invalid"});
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.width = (int64_t{1} << 30) + 1; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"width=1073741825 is invalid"});
+}
+
+TEST(ApiProblem, PitchSmallerThanWidth) {
+  expect_rejected(
+      [](sgtopk_problem& p, sgtopk_compile_options&) {
+        p.width = 1024;
+        p.pitch = 1000;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"pitch 1000 is smaller than width 1024"});
+}
+
+TEST(ApiProblem, OutPitchSmallerThanK) {
+  expect_rejected(
+      [](sgtopk_problem& p, sgtopk_compile_options&) {
+        p.k = 2048;
+        p.out_pitch = 2000;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"out_pitch 2000 is smaller than K=2048"});
+}
+
+TEST(ApiProblem, UnknownFlags) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_VALUES | (1u << 7); },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x80", "not sgtopk flags"});
+}
+
+TEST(ApiProblem, BadDtype) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.dtype = enum_from_int<sgtopk_dtype>(7); },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=7 is invalid"});
+}
+
+TEST(ApiProblem, BadOperator) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.op = enum_from_int<sgtopk_operator>(9); },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"op=9"});
+}
+
+TEST(ApiProblem, FilterIsUnsupported) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.op = SGTOPK_OP_FILTER; }, SGTOPK_ERROR_UNSUPPORTED,
+                  {"filter"});
+}
+
+TEST(ApiProblem, BadStructSize) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.struct_size = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"problem.struct_size is 0", "SGTOPK_PROBLEM_INIT"});
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.struct_size = 4; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"options.struct_size is 4", "SGTOPK_COMPILE_OPTIONS_INIT"});
+}
+
+TEST(ApiProblem, NullProblem) {
+  sgtopk_compile_options o = compile_only();
+  const Failure f = compile_failure(nullptr, &o);
+  EXPECT_EQ(f.status, SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(f.out_plan_null);
+  EXPECT_TRUE(contains(f.message, "problem is NULL")) << f.message;
+}
+
+TEST(ApiProblem, NullOutPlan) {
+  const sgtopk_problem p = good_problem();
+  const sgtopk_compile_options o = compile_only();
+  EXPECT_EQ(sgtopk_compile(&p, &o, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "out_plan is NULL")) << sgtopk_last_error();
+}
+
+// ------------------------------------------------- options validation ----
+
+TEST(ApiOptions, BadArch) {
+  for (const char* arch : {"sm_9x", "compute_90", "sm_60", "sm_", "sm_90b"}) {
+    SCOPED_TRACE(arch);
+    expect_rejected([&](sgtopk_problem&, sgtopk_compile_options& o) { o.arch = arch; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                    {std::string("arch '") + arch + "'"});
+  }
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.arch = "sm_60"; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"sm_70"});
+}
+
+TEST(ApiOptions, UnknownFamily) {
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "no_such_family"; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'no_such_family' is unknown", "direct_exact"});
+}
+
+TEST(ApiOptions, PolicyUnknownKey) {
+  expect_rejected(
+      [](sgtopk_problem&, sgtopk_compile_options& o) { o.policy_toml = "[select.direct]\nbogus_knob = 3\n"; },
+      SGTOPK_ERROR_POLICY, {"bogus_knob", "<policy_toml>"});
+}
+
+TEST(ApiOptions, PolicyOutOfRange) {
+  expect_rejected(
+      [](sgtopk_problem&, sgtopk_compile_options& o) { o.policy_toml = "[select.direct]\nvector_bytes = 3\n"; },
+      SGTOPK_ERROR_POLICY, {"select.direct.vector_bytes"});
+}
+
+TEST(ApiOptions, PolicyFileMissing) {
+  expect_rejected(
+      [](sgtopk_problem&, sgtopk_compile_options& o) { o.policy_file = "/nonexistent/sgtopk/policy.toml"; },
+      SGTOPK_ERROR_POLICY, {"/nonexistent/sgtopk/policy.toml"});
+}
+
+TEST(ApiOptions, OwnWorkspaceNeedsADevice) {
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.own_workspace = 1; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"own_workspace needs a device"});
+}
+
+TEST(ApiOptions, DeviceWithoutDriver) {
+  if (void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(handle);
+    GTEST_SKIP() << "a CUDA driver is present: this test covers machines without one";
+  }
+  sgtopk_problem p = good_problem();
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  const Failure f = compile_failure(&p, &o);
+  EXPECT_EQ(f.status, SGTOPK_ERROR_NO_DRIVER) << f.message;
+  EXPECT_TRUE(f.out_plan_null);
+  EXPECT_EQ(f.message.rfind("no CUDA driver", 0), 0u) << f.message;
+}
+
+// ------------------------------------------------------- last error ----
+
+TEST(ApiLastError, ThreadLocalAndClearedBySuccess) {
+  sgtopk_problem bad = good_problem();
+  bad.k = 0;
+  const sgtopk_compile_options o = compile_only();
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&bad, &o, &plan), SGTOPK_ERROR_INVALID_ARGUMENT);
+  ASSERT_TRUE(contains(sgtopk_last_error(), "K=0")) << sgtopk_last_error();
+
+  std::string seen_in_thread = "unset", own_in_thread;
+  std::thread t([&] {
+    seen_in_thread = sgtopk_last_error();
+    sgtopk_problem other = good_problem();
+    other.width = 0;
+    sgtopk_plan p2 = nullptr;
+    sgtopk_compile(&other, &o, &p2);
+    own_in_thread = sgtopk_last_error();
+  });
+  t.join();
+  EXPECT_EQ(seen_in_thread, "") << "an error on one thread leaked into another";
+  EXPECT_TRUE(contains(own_in_thread, "width=0")) << own_in_thread;
+  // The other thread's failure did not overwrite this thread's message.
+  EXPECT_TRUE(contains(sgtopk_last_error(), "K=0")) << sgtopk_last_error();
+
+  // Any successful call clears it.
+  EXPECT_EQ(sgtopk_plan_destroy(nullptr), SGTOPK_OK);
+  EXPECT_STREQ(sgtopk_last_error(), "");
+}
+
+// ---------------------------------------------------- compile-only plan ----
+
+TEST(ApiCompileOnly, DescribeTextAndRefusedLaunch) {
+  // A failure first, so that we can see the successful compile clear it.
+  sgtopk_problem bad = good_problem();
+  bad.rows = 0;
+  sgtopk_compile_options o = compile_only("sm_90");
+  sgtopk_plan plan = nullptr;
+  ASSERT_NE(sgtopk_compile(&bad, &o, &plan), SGTOPK_OK);
+
+  const sgtopk_problem p = good_problem();
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  ASSERT_NE(plan, nullptr);
+  EXPECT_STREQ(sgtopk_last_error(), "");
+
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_STREQ(info.family, "direct_exact");
+  EXPECT_STREQ(info.arch, "sm_90");
+  EXPECT_TRUE(is_hex32(info.cache_key)) << (info.cache_key ? info.cache_key : "(null)");
+  ASSERT_NE(info.parameters, nullptr);
+  EXPECT_TRUE(contains(info.parameters, "kK=2048")) << info.parameters;
+  EXPECT_GT(info.grid[0], 0u);
+  EXPECT_EQ(info.grid[1], 1u);
+  EXPECT_EQ(info.grid[2], 1u);
+  EXPECT_GT(info.block[0], 0u);
+  EXPECT_GT(info.dynamic_smem_bytes, 0u);
+  EXPECT_GT(info.workspace_bytes, 0u);
+  EXPECT_GE(info.from_cache, 0);
+  EXPECT_LE(info.from_cache, 2);
+  EXPECT_EQ(info.load_ms, 0.0) << "a compile-only plan loads nothing";
+  if (info.from_cache == 0) {
+    EXPECT_GT(info.compile_ms, 0.0);
+  }
+
+  size_t bytes = 0;
+  ASSERT_EQ(sgtopk_workspace_size(plan, &bytes), SGTOPK_OK);
+  EXPECT_EQ(bytes, info.workspace_bytes);
+
+  const std::string text = sgtopk_plan_text(plan);
+  EXPECT_TRUE(contains(text, "direct_exact")) << text;
+  EXPECT_TRUE(contains(text, "[select.direct]")) << text;
+  EXPECT_TRUE(contains(text, info.cache_key)) << text;
+
+  // Launching a compile-only plan is refused in the caller's terms.
+  sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
+  args.scores = 0x10000;
+  args.indices = 0x20000;
+  args.workspace = 0x30000;
+  EXPECT_EQ(sgtopk_select(plan, &args, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "without a device")) << sgtopk_last_error();
+
+  sgtopk_graph graph = reinterpret_cast<sgtopk_graph>(static_cast<uintptr_t>(0x1234));
+  EXPECT_EQ(sgtopk_graph_create(plan, &args, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "without a device")) << sgtopk_last_error();
+  EXPECT_EQ(graph, nullptr);
+
+  // The same plan again comes from the memory cache under the same key.
+  sgtopk_plan again = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &again), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info2 = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(again, &info2), SGTOPK_OK);
+  EXPECT_STREQ(info2.cache_key, info.cache_key);
+  EXPECT_EQ(info2.from_cache, 1);
+  EXPECT_EQ(info2.compile_ms, 0.0);
+
+  // NULL options: compile-only for the policy's default architecture (sm_90).
+  sgtopk_plan defaulted = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, nullptr, &defaulted), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info3 = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(defaulted, &info3), SGTOPK_OK);
+  EXPECT_STREQ(info3.arch, "sm_90");
+  EXPECT_STREQ(info3.cache_key, info.cache_key);
+
+  EXPECT_EQ(sgtopk_plan_destroy(defaulted), SGTOPK_OK);
+  EXPECT_EQ(sgtopk_plan_destroy(again), SGTOPK_OK);
+  EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+}
+
+TEST(ApiCompileOnly, DescribeNeedsAnInitializedInfo) {
+  const sgtopk_problem p = good_problem();
+  const sgtopk_compile_options o = compile_only();
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_plan_describe(plan, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  info.struct_size = 8;
+  EXPECT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "SGTOPK_PLAN_INFO_INIT")) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_workspace_size(plan, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+}
+
+// ------------------------------------------------------- NULL handles ----
+
+TEST(ApiNullHandles, CleanErrors) {
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  EXPECT_EQ(sgtopk_plan_describe(nullptr, &info), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "plan is NULL")) << sgtopk_last_error();
+
+  size_t bytes = 7;
+  EXPECT_EQ(sgtopk_workspace_size(nullptr, &bytes), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "plan is NULL")) << sgtopk_last_error();
+
+  sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
+  args.scores = 0x10000;
+  args.indices = 0x20000;
+  EXPECT_EQ(sgtopk_select(nullptr, &args, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "plan is NULL")) << sgtopk_last_error();
+
+  sgtopk_graph graph = nullptr;
+  EXPECT_EQ(sgtopk_graph_create(nullptr, &args, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(sgtopk_graph_update(nullptr, &args), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sgtopk_graph_launch(nullptr, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+
+  EXPECT_STREQ(sgtopk_plan_text(nullptr), "");
+
+  EXPECT_EQ(sgtopk_plan_destroy(nullptr), SGTOPK_OK);
+  EXPECT_STREQ(sgtopk_last_error(), "");
+  EXPECT_EQ(sgtopk_graph_destroy(nullptr), SGTOPK_OK);
+}

@@ -1,0 +1,444 @@
+// The `sgtopk` command-line tool, run as a subprocess: plan, prewarm (cold,
+// warm, after a corrupted entry, bad manifests), env, selftest without a GPU,
+// and the degraded cache modes. Each test has its own cache directory, passed
+// in the command's environment.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "runtime/knobs.h"
+
+#ifndef SGTOPK_CLI_PATH
+#error "SGTOPK_CLI_PATH must name the built sgtopk CLI"
+#endif
+#ifndef SGTOPK_SOURCE_DIR
+#error "SGTOPK_SOURCE_DIR must name the source tree"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << text;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream s(text);
+  for (std::string line; std::getline(s, line);) out.push_back(line);
+  return out;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::vector<std::string> warning_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& line : lines_of(text))
+    if (contains(lower(line), "warning")) out.push_back(line);
+  return out;
+}
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<fs::path> cache_entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& p : files_under(dir))
+    if (p.extension() == ".sgtopkbin") out.push_back(p);
+  return out;
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+  std::string all() const { return out + err; }
+  std::string show() const {
+    return "exit " + std::to_string(exit_code) + "\n--- stdout ---\n" + out + "--- stderr ---\n" + err;
+  }
+};
+
+// "prewarm summary: N plans: H cache hits, C compiled, F failed"
+struct Summary {
+  bool found = false;
+  int plans = -1, hits = -1, compiled = -1, failed = -1;
+};
+
+Summary prewarm_summary(const std::string& out) {
+  static const std::regex re(R"(prewarm summary: (\d+) plans: (\d+) cache hits, (\d+) compiled, (\d+) failed)");
+  std::smatch m;
+  Summary s;
+  if (std::regex_search(out, m, re)) {
+    s.found = true;
+    s.plans = std::stoi(m[1]);
+    s.hits = std::stoi(m[2]);
+    s.compiled = std::stoi(m[3]);
+    s.failed = std::stoi(m[4]);
+  }
+  return s;
+}
+
+// Distinct cache keys named by the per-plan lines of a prewarm run.
+std::set<std::string> prewarm_keys(const std::string& out) {
+  static const std::regex re(R"(key ([0-9a-f]{32}))");
+  std::set<std::string> keys;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
+    keys.insert((*it)[1].str());
+  return keys;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::temp_directory_path() / "sgtopk_cli_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr) << "mkdtemp failed";
+    root_ = templ;
+    cache_ = root_ / "cache";
+    dumps_ = root_ / "dumps";
+    ASSERT_TRUE(fs::exists(SGTOPK_CLI_PATH)) << "the CLI is not built: " << SGTOPK_CLI_PATH;
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_directory()) ::chmod(it->path().c_str(), 0755);
+    fs::remove_all(root_, ec);
+  }
+
+  // Runs `sgtopk <args>` with this test's cache and dump directories (or
+  // `cache_dir` when given) and any `env` assignments, capturing its output.
+  CliResult run(const std::string& args, const std::string& env = "", const fs::path& cache_dir = {}) {
+    const fs::path out = root_ / ("out." + std::to_string(runs_));
+    const fs::path err = root_ / ("err." + std::to_string(runs_));
+    ++runs_;
+    const std::string command =
+        "env -u SGTOPK_KEEP_SOURCES -u SGTOPK_DISABLE_DISK_CACHE SGTOPK_VERBOSE=1 SGTOPK_CACHE_DIR=" +
+        shell_quote((cache_dir.empty() ? cache_ : cache_dir).string()) + " SGTOPK_DUMP_DIR=" + shell_quote(dumps_.string()) +
+        " " + env + " " + shell_quote(SGTOPK_CLI_PATH) + " " + args + " >" + shell_quote(out.string()) + " 2>" +
+        shell_quote(err.string()) + " </dev/null";
+    const int status = std::system(command.c_str());
+    CliResult r;
+    r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  // A small manifest of our own, using every manifest key, with a policy
+  // file next to it (two workers per SM, 4-byte loads: the latter changes the
+  // kernel, so the policy's effect shows in the cache key). Returns its path.
+  fs::path own_manifest() {
+    write_text(root_ / "policy.toml", "# test policy\n[select.direct]\nworkers_per_sm = 2\nvector_bytes = 4\n");
+    write_text(root_ / "deploy.toml",
+               "# test deployment manifest\n"
+               "arch = \"sm_90\"\n"
+               "policy = \"policy.toml\"\n"
+               "\n"
+               "[[plan]]\n"
+               "name = \"indexer-2048\"\n"
+               "k = 2048\n"
+               "rows = 64\n"
+               "width = 100000\n"
+               "\n"
+               "[[plan]]\n"
+               "name = \"short-sorted\"\n"
+               "k = 64\n"
+               "rows = 16\n"
+               "width = 4096\n"
+               "flags = [\"values\", \"sorted\"]\n"
+               "\n"
+               "[[plan]]\n"
+               "name = \"windows\"\n"
+               "k = 512\n"
+               "rows = 32\n"
+               "width = 65536\n"
+               "pitch = 70000\n"
+               "out_pitch = 520\n"
+               "flags = [\"starts\"]\n"
+               "family = \"direct_exact\"\n");
+    return root_ / "deploy.toml";
+  }
+
+  // configs/deploy-example.toml when it exists, else own_manifest().
+  fs::path deployment_manifest() {
+    const fs::path example = fs::path(SGTOPK_SOURCE_DIR) / "configs" / "deploy-example.toml";
+    if (fs::exists(example)) return example;
+    return own_manifest();
+  }
+
+  fs::path root_, cache_, dumps_;
+  int runs_ = 0;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------ plan ----
+
+TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
+  const CliResult r = run("plan --k 2048 --rows 64 --width 100000 --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "family:")) << r.show();
+  EXPECT_TRUE(contains(r.out, "direct_exact")) << r.show();
+  EXPECT_TRUE(contains(r.out, "grid")) << r.show();
+  EXPECT_TRUE(contains(r.out, "workspace")) << r.show();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("cache key: [0-9a-f]{32}"))) << r.show();
+  EXPECT_TRUE(contains(r.out, "sm_90")) << r.show();
+  EXPECT_TRUE(contains(r.out, "K=2048")) << r.show();
+  EXPECT_TRUE(contains(r.out, "[select.direct]")) << r.show();
+  EXPECT_TRUE(warning_lines(r.all()).empty()) << r.show();
+  // The kernel went into this test's cache.
+  EXPECT_EQ(cache_entries(cache_).size(), 1u) << r.show();
+}
+
+TEST_F(CliTest, PlanRejectsABadProblem) {
+  const CliResult r = run("plan --k 0 --rows 64 --width 100000 --arch sm_90");
+  EXPECT_NE(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.err, "K=0 is invalid: K must be in 1..8192")) << r.show();
+}
+
+TEST_F(CliTest, PlanRejectsAnUnknownOption) {
+  const CliResult r = run("plan --frobnicate 3");
+  EXPECT_EQ(r.exit_code, 2) << r.show();
+  EXPECT_TRUE(contains(r.err, "--frobnicate")) << r.show();
+}
+
+// BUG (tools/sgtopk_cli.cpp, parse_options): `--k` is read as int64 and
+// narrowed with static_cast<int32_t>, so --k 4294969344 (2^32 + 2048) silently
+// becomes K=2048 and the plan "succeeds" for a K the user never asked for.
+// The same narrowing applies to `k` in a manifest/problem table
+// (request_from_table) and to --device. The contract: bad input never causes a
+// wrong answer silently.
+TEST_F(CliTest, PlanRejectsAKThatDoesNotFitInt32) {
+  const CliResult r = run("plan --k 4294969344 --rows 1 --width 4096 --arch sm_90");
+  const std::string first_line = lines_of(r.out).empty() ? "" : lines_of(r.out).front();
+  EXPECT_NE(r.exit_code, 0) << "--k 4294969344 was accepted; the CLI printed: " << first_line;
+  EXPECT_FALSE(contains(first_line, "K=2048")) << "--k 4294969344 was silently narrowed to K=2048: " << first_line;
+}
+
+// --------------------------------------------------------------- prewarm ----
+
+TEST_F(CliTest, PrewarmColdWarmAndAfterACorruptedEntry) {
+  const fs::path manifest = deployment_manifest();
+  SCOPED_TRACE("manifest " + manifest.string());
+
+  // Cold: everything compiled.
+  const CliResult cold = run("prewarm " + shell_quote(manifest.string()) + " --jobs 2");
+  ASSERT_EQ(cold.exit_code, 0) << cold.show();
+  const Summary s1 = prewarm_summary(cold.out);
+  ASSERT_TRUE(s1.found) << cold.show();
+  const int n = s1.plans;
+  ASSERT_GT(n, 0);
+  const size_t distinct = prewarm_keys(cold.out).size();
+  EXPECT_EQ(s1.failed, 0) << cold.show();
+  EXPECT_EQ(s1.compiled, static_cast<int>(distinct)) << cold.show();
+  EXPECT_EQ(s1.hits + s1.compiled, n) << cold.show();
+  if (distinct == static_cast<size_t>(n)) {
+    EXPECT_TRUE(contains(cold.out, std::to_string(n) + " plans: 0 cache hits, " + std::to_string(n) + " compiled, 0 failed"))
+        << cold.show();
+  }
+  EXPECT_TRUE(warning_lines(cold.all()).empty()) << cold.show();
+  const auto entries = cache_entries(cache_);
+  EXPECT_EQ(entries.size(), distinct) << cold.show();
+
+  // Warm, in a new process: all from the disk cache, nothing compiled.
+  const CliResult warm = run("prewarm " + shell_quote(manifest.string()) + " --jobs 2");
+  ASSERT_EQ(warm.exit_code, 0) << warm.show();
+  EXPECT_TRUE(contains(warm.out, std::to_string(n) + " cache hits, 0 compiled, 0 failed")) << warm.show();
+  EXPECT_TRUE(warning_lines(warm.all()).empty()) << warm.show();
+
+  // Flip one byte in the middle of one entry: reported once, rebuilt.
+  ASSERT_FALSE(entries.empty());
+  const fs::path victim = entries.front();
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good()) << victim;
+    const auto size = static_cast<std::streamoff>(fs::file_size(victim));
+    f.seekg(size / 2);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(size / 2);
+    f.write(&c, 1);
+    ASSERT_TRUE(f.good());
+  }
+  const CliResult healed = run("prewarm " + shell_quote(manifest.string()) + " --jobs 2");
+  ASSERT_EQ(healed.exit_code, 0) << healed.show();
+  EXPECT_TRUE(contains(healed.out, std::to_string(n - 1) + " cache hits, 1 compiled, 0 failed")) << healed.show();
+  const auto warnings = warning_lines(healed.all());
+  ASSERT_EQ(warnings.size(), 1u) << healed.show();
+  EXPECT_TRUE(contains(warnings[0], victim.filename().string())) << warnings[0];
+  EXPECT_TRUE(fs::exists(victim)) << "the corrupted entry was not rebuilt";
+
+  // And the rebuilt entry is good: a fourth run is all hits, silently.
+  const CliResult again = run("prewarm " + shell_quote(manifest.string()) + " --jobs 2");
+  ASSERT_EQ(again.exit_code, 0) << again.show();
+  EXPECT_TRUE(contains(again.out, std::to_string(n) + " cache hits, 0 compiled, 0 failed")) << again.show();
+  EXPECT_TRUE(warning_lines(again.all()).empty()) << again.show();
+}
+
+TEST_F(CliTest, PrewarmHonoursEveryManifestKeyAndThePolicy) {
+  const fs::path manifest = own_manifest();
+  const CliResult r = run("prewarm " + shell_quote(manifest.string()) + " --jobs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "3 plans: 0 cache hits, 3 compiled, 0 failed")) << r.show();
+  EXPECT_TRUE(contains(r.out, "indexer-2048")) << r.show();
+  EXPECT_TRUE(contains(r.out, "windows")) << r.show();
+  EXPECT_EQ(cache_entries(cache_).size(), 3u) << r.show();
+
+  // The manifest's policy (relative to the manifest) was used: the same
+  // problem under that policy is a disk hit, under the defaults it is not.
+  const std::string problem = "plan --k 2048 --rows 64 --width 100000 --arch sm_90";
+  const CliResult with_policy = run(problem + " --policy " + shell_quote((root_ / "policy.toml").string()));
+  ASSERT_EQ(with_policy.exit_code, 0) << with_policy.show();
+  EXPECT_TRUE(contains(with_policy.out, "(disk cache)")) << with_policy.show();
+  EXPECT_TRUE(contains(with_policy.out, "vector_bytes = 4")) << with_policy.show();
+  EXPECT_TRUE(contains(with_policy.out, "workers_per_sm = 2")) << with_policy.show();
+  const CliResult defaults = run(problem);
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.show();
+  EXPECT_TRUE(contains(defaults.out, "(compiled now)")) << defaults.show();
+}
+
+TEST_F(CliTest, PrewarmRejectsAnUnknownKey) {
+  write_text(root_ / "bad.toml",
+             "arch = \"sm_90\"\n[[plan]]\nname = \"typo\"\nk = 8\nrows = 4\nwidth = 1000\nwdith = 2000\n");
+  const CliResult r = run("prewarm " + shell_quote((root_ / "bad.toml").string()));
+  EXPECT_NE(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.err, "wdith")) << r.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+}
+
+// BUG (tools/sgtopk_cli.cpp, cmd_prewarm): only the keys of [[plan]] tables
+// are checked; an unknown top-level key is silently ignored. A typo such as
+// `polcy = "tuned.toml"` makes prewarm succeed with the default policy, i.e.
+// it fills the cache with kernels the deployment will never ask for.
+TEST_F(CliTest, PrewarmRejectsAnUnknownTopLevelKey) {
+  write_text(root_ / "top.toml",
+             "arch = \"sm_90\"\npolcy = \"tuned.toml\"\n[[plan]]\nname = \"a\"\nk = 8\nrows = 4\nwidth = 1000\n");
+  const CliResult r = run("prewarm " + shell_quote((root_ / "top.toml").string()));
+  EXPECT_NE(r.exit_code, 0) << "an unknown top-level manifest key was ignored:\n" << r.show();
+  EXPECT_TRUE(contains(r.err, "polcy")) << "the unknown key is not named:\n" << r.show();
+}
+
+TEST_F(CliTest, PrewarmRejectsAnUnknownFlag) {
+  write_text(root_ / "bad.toml",
+             "arch = \"sm_90\"\n[[plan]]\nname = \"f\"\nk = 8\nrows = 4\nwidth = 1000\nflags = [\"values\", \"fast\"]\n");
+  const CliResult r = run("prewarm " + shell_quote((root_ / "bad.toml").string()));
+  EXPECT_NE(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.err, "fast")) << r.show();
+}
+
+TEST_F(CliTest, PrewarmReportsAPlanThatFailsValidation) {
+  write_text(root_ / "k0.toml", "arch = \"sm_90\"\n[[plan]]\nname = \"zero\"\nk = 0\nrows = 4\nwidth = 1000\n");
+  const CliResult r = run("prewarm " + shell_quote((root_ / "k0.toml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.show();
+  const Summary s = prewarm_summary(r.out);
+  ASSERT_TRUE(s.found) << r.show();
+  EXPECT_EQ(s.plans, 1);
+  EXPECT_EQ(s.failed, 1) << r.show();
+  EXPECT_EQ(s.compiled, 0) << r.show();
+  EXPECT_TRUE(contains(r.all(), "K=0 is invalid")) << r.show();
+  EXPECT_TRUE(contains(r.all(), "zero")) << "the failing plan is named:\n" << r.show();
+}
+
+// ------------------------------------------------------------ env, selftest ----
+
+TEST_F(CliTest, EnvListsEveryKnob) {
+  const CliResult r = run("env");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  ASSERT_FALSE(sgtopk::all_knobs().empty());
+  for (const auto& knob : sgtopk::all_knobs()) EXPECT_TRUE(contains(r.out, knob.name)) << knob.name << "\n" << r.show();
+  // The effective cache directory is the one this command was given.
+  EXPECT_TRUE(contains(r.out, cache_.string())) << r.show();
+}
+
+TEST_F(CliTest, SelftestSkipsWithoutAGpu) {
+  if (void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(handle);
+    GTEST_SKIP() << "a CUDA driver is present: selftest would run for real";
+  }
+  const CliResult r = run("selftest");
+  EXPECT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("skipped: .*\\S"))) << r.show();
+  EXPECT_TRUE(contains(r.out, "no CUDA driver")) << "the reason is given:\n" << r.show();
+}
+
+// ------------------------------------------------------ degraded cache ----
+
+TEST_F(CliTest, UnusableCacheDirWarnsOnceAndStillPlans) {
+  write_text(root_ / "a-file", "not a directory\n");
+  const fs::path under_file = root_ / "a-file" / "cache";
+  const CliResult r = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "", under_file);
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "family:")) << r.show();
+  const auto warnings = warning_lines(r.all());
+  ASSERT_EQ(warnings.size(), 1u) << r.show();
+  EXPECT_TRUE(contains(warnings[0], under_file.string())) << warnings[0];
+}
+
+TEST_F(CliTest, ReadOnlyCacheDirWarnsOnceAndStillPlans) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: a read-only directory is still writable";
+  fs::create_directories(cache_);
+  ::chmod(cache_.c_str(), 0555);
+  const CliResult r = run("plan --k 64 --rows 4 --width 4096 --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_EQ(warning_lines(r.all()).size(), 1u) << r.show();
+  EXPECT_TRUE(files_under(cache_).empty());
+}
+
+TEST_F(CliTest, DisabledDiskCacheWritesNothing) {
+  const CliResult r = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "SGTOPK_DISABLE_DISK_CACHE=1");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "compiled now")) << r.show();
+  EXPECT_TRUE(warning_lines(r.all()).empty()) << r.show();
+  const auto written = files_under(cache_);
+  EXPECT_TRUE(written.empty()) << written.size() << " file(s) written, e.g. " << written.front();
+  // A second process therefore compiles again.
+  const CliResult again = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "SGTOPK_DISABLE_DISK_CACHE=1");
+  ASSERT_EQ(again.exit_code, 0) << again.show();
+  EXPECT_TRUE(contains(again.out, "compiled now")) << again.show();
+  EXPECT_TRUE(files_under(cache_).empty());
+}

@@ -1,0 +1,480 @@
+// Code generation and NVRTC without a GPU: what the generated source holds,
+// that it is deterministic and self-contained, a real NVRTC compile of every
+// kernel variant the planner can emit for sm_90 (the cold compile figures are
+// printed), what the cache key covers, and a failing compile (reproduction
+// folder kept, nothing cached).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cache/cache_key.h"
+#include "cache/disk_cache.h"
+#include "cache/kernel_cache.h"
+#include "runtime/codegen.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/embedded_templates.h"
+#include "runtime/error.h"
+#include "runtime/knobs.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/plan.h"
+#include "runtime/policy.h"
+#include "runtime/problem.h"
+#include "runtime/target.h"
+
+namespace fs = std::filesystem;
+using namespace sgtopk;
+
+namespace {
+
+constexpr int64_t kShortWidth = 5000;          // <= 1024 threads x 16 items: the register path
+constexpr int64_t kLongWidth = int64_t{1} << 20;  // the streaming path
+
+Plan plan_for(int k, int64_t width, uint32_t flags = 0, const std::string& arch = "sm_90",
+              const Policy& policy = Policy::defaults(), const std::string& family = "", int64_t rows = 64) {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.k = k;
+  p.rows = rows;
+  p.width = width;
+  p.flags = flags;
+  const Problem problem = validate_problem(&p);
+  const Target target = resolve_target(-1, arch.c_str(), policy.compile.default_arch);
+  return make_plan(problem, policy, target, family);
+}
+
+CacheKey key_of(const Plan& plan) { return make_cache_key(cache_key_inputs(plan, generate_source(plan))); }
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path());
+  return out;
+}
+
+std::string make_temp_dir(const std::string& stem) {
+  std::string templ = (fs::temp_directory_path() / (stem + "_XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr) return {};
+  return templ;
+}
+
+// Quoted includes of a source text ("sgtopk/x.cuh"); angle-bracket includes
+// are NVRTC's built-in headers and not ours to embed.
+std::vector<std::string> quoted_includes(const std::string& text) {
+  static const std::regex include_re(R"(^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\")", std::regex::multiline);
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), include_re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1].str());
+  return out;
+}
+
+// ------------------------------------------------------------ variants ----
+
+struct Variant {
+  std::string family;
+  int k = 0;
+  int64_t width = 0;
+  uint32_t flags = 0;
+  int vector_bytes = 16;
+  int frontier_global = 65536;
+
+  std::string name() const {
+    std::string n = family + "_K" + std::to_string(k) + (width == kShortWidth ? "_short" : "_long") + std::to_string(width);
+    if (flags == 0) n += "_plain";
+    if (flags & SGTOPK_VALUES) n += "_values";
+    if (flags & SGTOPK_SORTED) n += "_sorted";
+    if (flags & SGTOPK_STARTS) n += "_starts";
+    n += "_vec" + std::to_string(vector_bytes);
+    if (frontier_global != 65536) n += "_fglobal" + std::to_string(frontier_global);
+    return n;
+  }
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
+
+// The planner's axes: each family x {K 1, 7, 2048, 8192} x {short, long} rows,
+// with each flag on in some variant and none in others, and the policy's
+// vector width (4, 16) and global frontier capacity (0) varied.
+std::vector<Variant> jit_variants() {
+  constexpr uint32_t V = SGTOPK_VALUES, S = SGTOPK_SORTED, T = SGTOPK_STARTS;
+  struct Spec {
+    int k;
+    int64_t width;
+    uint32_t flags;
+    int vector_bytes;
+    int frontier_global;
+  };
+  const Spec specs[] = {
+      {1, kShortWidth, 0, 16, 65536},
+      {7, kShortWidth, V, 16, 65536},
+      {2048, kShortWidth, S, 16, 65536},
+      {8192, kShortWidth, V | S | T, 16, 65536},
+      {2048, kShortWidth, T, 4, 65536},
+      {1, kLongWidth, T, 16, 65536},
+      {7, kLongWidth, V | S, 16, 65536},
+      {2048, kLongWidth, 0, 16, 65536},
+      {8192, kLongWidth, S, 16, 65536},
+      {2048, kLongWidth, V | T, 4, 65536},
+      {2048, kLongWidth, 0, 16, 0},
+      {8192, kLongWidth, V | S | T, 4, 0},
+  };
+  std::vector<Variant> out;
+  for (const std::string& family : select_families())
+    for (const Spec& s : specs) out.push_back({family, s.k, s.width, s.flags, s.vector_bytes, s.frontier_global});
+  return out;
+}
+
+Policy policy_for(const Variant& v) {
+  Policy policy = Policy::defaults();
+  policy.direct.vector_bytes = v.vector_bytes;
+  policy.direct.frontier_global_capacity = v.frontier_global;
+  validate_policy(policy, "<jit test policy>");
+  return policy;
+}
+
+}  // namespace
+
+// ------------------------------------------------------- generated source ----
+
+TEST(JitSource, HoldsTheConfigAndTheEntry) {
+  const Plan plan = plan_for(2048, 100000, SGTOPK_VALUES | SGTOPK_SORTED);
+  const GeneratedSource src = generate_source(plan);
+  EXPECT_EQ(src.entry, plan.entry);
+  EXPECT_EQ(src.name, plan.entry + ".cu");
+  EXPECT_TRUE(contains(src.text, "#include \"" + plan.agent_header + "\"")) << src.text;
+  EXPECT_TRUE(contains(src.text, "struct Config {")) << src.text;
+  ASSERT_FALSE(plan.constants.empty());
+  for (const auto& [name, value] : plan.constants)
+    EXPECT_TRUE(contains(src.text, " " + name + " = " + value + ";")) << name << " = " << value << " missing:\n" << src.text;
+  // Types follow the values: K an int, widths 64-bit, flags bool.
+  EXPECT_TRUE(contains(src.text, "static constexpr int kK = 2048;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr long long kWidth = 100000ll;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr bool kValues = true;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr bool kSorted = true;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr bool kStarts = false;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "extern \"C\" __global__")) << src.text;
+  EXPECT_TRUE(contains(src.text, plan.entry + "(const sgtopk::SelectParams params)")) << src.text;
+  EXPECT_TRUE(contains(src.text, "__launch_bounds__(" + std::to_string(plan.block))) << src.text;
+  EXPECT_TRUE(contains(src.text, plan.agent + "<Config>::run(params)")) << src.text;
+  EXPECT_TRUE(contains(src.text, std::to_string(plan.dynamic_smem_bytes) + "u")) << "shared-memory static_assert";
+}
+
+TEST(JitSource, IsDeterministic) {
+  const Plan a = plan_for(2048, 100000, SGTOPK_VALUES);
+  const Plan b = plan_for(2048, 100000, SGTOPK_VALUES);
+  const GeneratedSource sa = generate_source(a), sb = generate_source(b), sa2 = generate_source(a);
+  EXPECT_EQ(sa.text, sb.text);
+  EXPECT_EQ(sa.text, sa2.text);
+  EXPECT_EQ(sa.name, sb.name);
+  EXPECT_EQ(sa.entry, sb.entry);
+  EXPECT_EQ(sa.headers, sb.headers);
+  EXPECT_EQ(a.constants, b.constants);
+  EXPECT_EQ(a.grid, b.grid);
+  EXPECT_EQ(a.block, b.block);
+  EXPECT_EQ(a.dynamic_smem_bytes, b.dynamic_smem_bytes);
+  EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
+  // ... and it does depend on the problem.
+  EXPECT_NE(generate_source(plan_for(1024, 100000, SGTOPK_VALUES)).text, sa.text);
+}
+
+TEST(JitSource, EveryIncludedHeaderIsEmbedded) {
+  const GeneratedSource src = generate_source(plan_for(2048, 100000));
+  std::map<std::string, std::string> headers;
+  for (const auto& [name, text] : src.headers) {
+    EXPECT_TRUE(headers.emplace(name, text).second) << "header " << name << " given twice";
+  }
+  // Every embedded template is handed to NVRTC ...
+  for (const EmbeddedHeader& h : embedded_headers()) {
+    auto it = headers.find(h.name);
+    ASSERT_NE(it, headers.end()) << h.name << " is embedded but not in GeneratedSource::headers";
+    EXPECT_EQ(it->second, std::string(h.text)) << h.name;
+  }
+  // ... and every header reachable from the source is among them.
+  std::vector<std::string> todo = quoted_includes(src.text);
+  ASSERT_FALSE(todo.empty()) << src.text;
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (!seen.insert(name).second) continue;
+    auto it = headers.find(name);
+    ASSERT_NE(it, headers.end()) << "\"" << name << "\" is included but not in GeneratedSource::headers";
+    for (const auto& inner : quoted_includes(it->second)) todo.push_back(inner);
+  }
+  EXPECT_GT(seen.size(), 1u);
+}
+
+// ------------------------------------------------------ NVRTC variants ----
+
+TEST(JitVariants, CoverThePlannersAxes) {
+  const auto variants = jit_variants();
+  std::set<std::string> families;
+  std::set<int> ks;
+  bool short_row = false, long_row = false, values = false, sorted = false, starts = false, none = false;
+  bool vec4 = false, vec16 = false, fglobal0 = false;
+  for (const auto& v : variants) {
+    families.insert(v.family);
+    ks.insert(v.k);
+    short_row |= v.width == kShortWidth;
+    long_row |= v.width == kLongWidth;
+    values |= (v.flags & SGTOPK_VALUES) != 0;
+    sorted |= (v.flags & SGTOPK_SORTED) != 0;
+    starts |= (v.flags & SGTOPK_STARTS) != 0;
+    none |= v.flags == 0;
+    vec4 |= v.vector_bytes == 4;
+    vec16 |= v.vector_bytes == 16;
+    fglobal0 |= v.frontier_global == 0;
+  }
+  EXPECT_EQ(families, std::set<std::string>(select_families().begin(), select_families().end()));
+  EXPECT_EQ(ks, (std::set<int>{1, 7, 2048, 8192}));
+  EXPECT_TRUE(short_row && long_row && values && sorted && starts && none && vec4 && vec16 && fglobal0);
+  EXPECT_LE(variants.size(), 16u * select_families().size());
+  const Policy defaults = Policy::defaults();
+  EXPECT_LE(kShortWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
+  EXPECT_GT(kLongWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
+}
+
+class JitCompile : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(JitCompile, NvrtcBuildsACubin) {
+  const Variant& v = GetParam();
+  const Policy policy = policy_for(v);
+  const Plan plan = plan_for(v.k, v.width, v.flags, "sm_90", policy, v.family);
+  ASSERT_EQ(plan.family, v.family);
+  ASSERT_EQ(plan.arch, "sm_90");
+  if (plan.family == "direct_exact") {
+    // The variant really exercises the path its width names.
+    const bool register_path = plan.constant("kRegisterItems") != "0";
+    EXPECT_EQ(register_path, v.width == kShortWidth) << "kRegisterItems=" << plan.constant("kRegisterItems");
+    EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
+    EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
+  }
+
+  const GeneratedSource src = generate_source(plan);
+  const std::vector<std::string> options = nvrtc_options(plan);
+  std::vector<char> cubin;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    cubin = compile_cubin(src, options, plan.arch, "jit-test-" + v.name());
+  } catch (const Error& e) {
+    FAIL() << v.name() << ": " << e.what();
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[ jit cold ] %-58s %8.1f ms  cubin %7zu B  smem %6u B  regs-path %s\n", v.name().c_str(), ms,
+              cubin.size(), plan.dynamic_smem_bytes, v.width == kShortWidth ? "yes" : "no");
+  std::fflush(stdout);
+
+  ASSERT_GE(cubin.size(), 4u);
+  EXPECT_EQ(std::memcmp(cubin.data(), "\x7f" "ELF", 4), 0) << "not an ELF cubin";
+  // The extern "C" entry is in the symbol table under its plain name.
+  EXPECT_NE(std::search(cubin.begin(), cubin.end(), plan.entry.begin(), plan.entry.end()), cubin.end())
+      << plan.entry << " not found in the cubin";
+}
+
+INSTANTIATE_TEST_SUITE_P(JitSm90, JitCompile, ::testing::ValuesIn(jit_variants()),
+                         [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name(); });
+
+// ------------------------------------------------------------ cache key ----
+
+TEST(JitCacheKey, IdenticalPlansGiveIdenticalInputs) {
+  const Plan a = plan_for(2048, 100000, SGTOPK_VALUES);
+  const Plan b = plan_for(2048, 100000, SGTOPK_VALUES);
+  const CacheKeyInputs ia = cache_key_inputs(a, generate_source(a));
+  const CacheKeyInputs ib = cache_key_inputs(b, generate_source(b));
+  EXPECT_EQ(ia.source, ib.source);
+  EXPECT_EQ(ia.headers, ib.headers);
+  EXPECT_EQ(ia.options, ib.options);
+  EXPECT_EQ(ia.target, ib.target);
+  EXPECT_EQ(ia.nvrtc_version, ib.nvrtc_version);
+  EXPECT_EQ(ia.library_version, ib.library_version);
+  EXPECT_EQ(make_cache_key(ia), make_cache_key(ib));
+  EXPECT_EQ(make_manifest(ia), make_manifest(ib));
+
+  // What the inputs are made of.
+  EXPECT_EQ(ia.target, "sm_90");
+  EXPECT_EQ(ia.nvrtc_version, nvrtc_version());
+  EXPECT_EQ(ia.library_version, std::string(sgtopk_version_string()));
+  EXPECT_NE(std::find(ia.options.begin(), ia.options.end(), "--gpu-architecture=sm_90"), ia.options.end());
+  EXPECT_EQ(ia.source, generate_source(a).text);
+  EXPECT_FALSE(ia.headers.empty());
+}
+
+TEST(JitCacheKey, ChangesWhenThePlanChanges) {
+  auto with_policy = [](auto&& edit) {
+    Policy p = Policy::defaults();
+    edit(p);
+    validate_policy(p, "<jit test policy>");
+    return p;
+  };
+  const Policy defaults = Policy::defaults();
+  const std::vector<std::pair<std::string, Plan>> plans = {
+      {"base", plan_for(2048, 100000)},
+      {"K=1024", plan_for(1024, 100000)},
+      {"K=1", plan_for(1, 100000)},
+      {"width=200000", plan_for(2048, 200000)},
+      {"width=5000 (register path)", plan_for(2048, 5000)},
+      {"+values", plan_for(2048, 100000, SGTOPK_VALUES)},
+      {"+sorted", plan_for(2048, 100000, SGTOPK_SORTED)},
+      {"+starts", plan_for(2048, 100000, SGTOPK_STARTS)},
+      {"sm_80", plan_for(2048, 100000, 0, "sm_80")},
+      {"sm_90a", plan_for(2048, 100000, 0, "sm_90a")},
+      {"vector_bytes=4", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.vector_bytes = 4; }))},
+      {"frontier_global_capacity=0",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
+      {"frontier_shared_capacity=2048",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
+      {"block_threads=512",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 512; }))},
+      {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},
+      {"max_registers=128",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.max_registers = 128; }))},
+  };
+  (void)defaults;
+  std::map<std::string, std::string> seen;  // key hex -> variant name
+  for (const auto& [name, plan] : plans) {
+    const std::string hex = key_of(plan).hex();
+    EXPECT_EQ(hex.size(), 32u);
+    auto [it, inserted] = seen.emplace(hex, name);
+    EXPECT_TRUE(inserted) << "'" << name << "' has the same cache key as '" << it->second << "' (" << hex << ")";
+  }
+  // And the same plan twice is the same key.
+  EXPECT_EQ(key_of(plan_for(2048, 100000)), key_of(plans.front().second));
+}
+
+// ------------------------------------------------------- failed compile ----
+
+namespace {
+
+GeneratedSource broken_source() {
+  GeneratedSource src;
+  src.name = "sgtopk_broken_test.cu";
+  src.entry = "sgtopk_broken_test";
+  src.text =
+      "#include \"sgtopk/broken_helper.cuh\"\n"
+      "extern \"C\" __global__ void sgtopk_broken_test(int* out) {\n"
+      "  *out = helper_value() this is not C++;\n"
+      "}\n";
+  src.headers = {{"sgtopk/broken_helper.cuh", "__device__ inline int helper_value() { return 42; }\n"}};
+  return src;
+}
+
+const std::vector<std::string>& broken_options() {
+  static const std::vector<std::string> options = {"--gpu-architecture=sm_90", "--std=c++17", "-default-device"};
+  return options;
+}
+
+std::string unique_tag(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  return stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+}  // namespace
+
+TEST(JitFailure, ThrowsCompileErrorAndKeepsAReproduction) {
+  const GeneratedSource src = broken_source();
+  const std::string tag = unique_tag("jit-test-broken");
+  const std::string expected_dir = knobs().dump_dir + "/failed-" + tag;
+  try {
+    compile_cubin(src, broken_options(), "sm_90", tag);
+    FAIL() << "a source with a syntax error compiled";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_COMPILE) << message;
+    EXPECT_TRUE(contains(message, "NVRTC failed")) << message;
+    EXPECT_TRUE(contains(message, src.name)) << message;
+    EXPECT_TRUE(contains(message, "error")) << "the NVRTC log belongs in the message:\n" << message;
+
+    // The message names the reproduction folder ...
+    const std::string marker = "reproduction in ";
+    const size_t at = message.find(marker);
+    ASSERT_NE(at, std::string::npos) << message;
+    const size_t end = message.find(":\n", at);
+    ASSERT_NE(end, std::string::npos) << message;
+    const fs::path dir = message.substr(at + marker.size(), end - at - marker.size());
+    EXPECT_EQ(dir.string(), expected_dir);
+
+    // ... which exists and holds everything needed to reproduce.
+    ASSERT_TRUE(fs::is_directory(dir)) << dir;
+    EXPECT_EQ(read_text(dir / src.name), src.text);
+    EXPECT_EQ(read_text(dir / "include" / "sgtopk" / "broken_helper.cuh"), src.headers[0].second);
+    const std::string options = read_text(dir / "options.txt");
+    for (const auto& o : broken_options()) EXPECT_TRUE(contains(options, o)) << options;
+    ASSERT_TRUE(fs::exists(dir / "nvrtc.log"));
+    const std::string log = read_text(dir / "nvrtc.log");
+    EXPECT_FALSE(log.empty());
+    EXPECT_TRUE(contains(message, log.substr(0, std::min<size_t>(log.size(), 40)))) << message;
+  }
+}
+
+TEST(JitFailure, AFailedCompileIsNeverCached) {
+  const std::string root = make_temp_dir("sgtopk_jit_cache");
+  ASSERT_FALSE(root.empty());
+  const fs::path dir = fs::path(root) / "cache";
+  KernelCache cache(DiskCache(dir, false));
+  ASSERT_TRUE(cache.disk().enabled());
+
+  const GeneratedSource src = broken_source();
+  CacheKeyInputs inputs;
+  inputs.source = src.text;
+  inputs.headers = src.headers;
+  inputs.options = broken_options();
+  inputs.target = "sm_90";
+  inputs.nvrtc_version = nvrtc_version();
+  inputs.library_version = sgtopk_version_string();
+  const CacheKey key = make_cache_key(inputs);
+  const std::string manifest = make_manifest(inputs);
+
+  int calls = 0;
+  auto compile = [&] {
+    ++calls;
+    return compile_cubin(src, broken_options(), "sm_90", unique_tag("jit-test-uncached"));
+  };
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    try {
+      cache.get_or_compile(key, manifest, compile);
+      FAIL() << "a broken source compiled";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), SGTOPK_ERROR_COMPILE) << e.what();
+      EXPECT_TRUE(contains(e.what(), "NVRTC failed")) << e.what();
+    }
+  }
+  EXPECT_EQ(calls, 2) << "the failure was remembered instead of compiling again";
+  const KernelCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.failed, 2u);
+  EXPECT_EQ(stats.compiled, 0u);
+  EXPECT_EQ(stats.disk_hits, 0u);
+  EXPECT_EQ(stats.memory_hits, 0u);
+
+  EXPECT_FALSE(fs::exists(cache.disk().entry_path(key)));
+  const auto left = files_under(dir);
+  EXPECT_TRUE(left.empty()) << "the cache directory holds " << left.size() << " file(s), e.g. "
+                            << (left.empty() ? "" : left.front().string());
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}

@@ -1,0 +1,384 @@
+// GPU tests of the select operator against the CPU reference (label `gpu`).
+// Every case poisons both outputs first, then checks the whole contract on
+// every live row and that rows past live_rows stay untouched.
+#include <gtest/gtest.h>
+#include <sgtopk/sgtopk.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/driver.h"
+#include "support/test_support.h"
+
+namespace sgtopk::testing {
+namespace {
+
+struct Case {
+  std::string name;
+  int k = 2048;
+  int64_t rows = 8;
+  int64_t width = 10000;
+  int64_t pitch = 0;      // 0: width
+  int64_t out_pitch = 0;  // 0: k
+  uint32_t flags = 0;
+  int64_t live_rows = -1;  // < 0: all rows (no live_rows pointer)
+  bool lengths = true;     // pass a lengths array (else every row is `width`)
+  std::vector<RowFamily> families = all_row_families();
+  std::string policy;      // TOML overlay
+};
+
+// Lengths that probe the edges: 0, K-1, K, K+1, width, then random.
+std::vector<int32_t> edge_lengths(const Case& c, std::mt19937_64& rng) {
+  std::vector<int32_t> len(static_cast<size_t>(c.rows));
+  const int64_t probes[] = {c.width, 0, c.k - 1, c.k, c.k + 1, c.width - 1, 1};
+  for (int64_t r = 0; r < c.rows; ++r) {
+    int64_t l = r < 7 ? probes[r] : static_cast<int64_t>(rng() % static_cast<uint64_t>(c.width + 1));
+    len[static_cast<size_t>(r)] = static_cast<int32_t>(std::clamp<int64_t>(l, 0, c.width));
+  }
+  return len;
+}
+
+struct Inputs {
+  std::vector<float> scores;
+  std::vector<int32_t> lengths, starts;
+};
+
+Inputs make_inputs(const Case& c, int64_t pitch, std::mt19937_64& rng) {
+  Inputs in;
+  in.scores.assign(static_cast<size_t>(c.rows * pitch), 0.0f);
+  // Garbage beyond each row's window: huge values and NaN, never to be read as scores.
+  for (size_t i = 0; i < in.scores.size(); ++i) in.scores[i] = (i % 3 == 0) ? 3.0e38f : std::nanf("");
+  in.lengths = c.lengths ? edge_lengths(c, rng) : std::vector<int32_t>(static_cast<size_t>(c.rows), static_cast<int32_t>(c.width));
+  const bool with_starts = (c.flags & SGTOPK_STARTS) != 0;
+  in.starts.assign(static_cast<size_t>(c.rows), 0);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const int32_t len = in.lengths[static_cast<size_t>(r)];
+    const int64_t slack = pitch - len;
+    const int32_t start = with_starts && slack > 0 ? static_cast<int32_t>(rng() % static_cast<uint64_t>(slack + 1)) : 0;
+    in.starts[static_cast<size_t>(r)] = start;
+    const RowFamily family = c.families[static_cast<size_t>(r) % c.families.size()];
+    const std::vector<float> row = make_row(family, len, c.k, rng);
+    std::copy(row.begin(), row.end(), in.scores.begin() + r * pitch + start);
+  }
+  return in;
+}
+
+sgtopk_plan compile_for_device(const Case& c) {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.k = c.k;
+  p.rows = c.rows;
+  p.width = c.width;
+  p.pitch = c.pitch;
+  p.out_pitch = c.out_pitch;
+  p.flags = c.flags;
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  o.own_workspace = 1;
+  o.policy_toml = c.policy.empty() ? nullptr : c.policy.c_str();
+  sgtopk_plan plan = nullptr;
+  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  return plan;
+}
+
+// Device copies of one input set plus poisoned outputs.
+struct DeviceSet {
+  DeviceBuffer scores, lengths, starts, live, indices, values;
+  sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
+
+  DeviceSet(const Case& c, const Inputs& in, int64_t out_pitch) {
+    scores = DeviceBuffer(in.scores.size() * 4);
+    scores.upload(in.scores);
+    lengths = DeviceBuffer(in.lengths.size() * 4);
+    lengths.upload(in.lengths);
+    starts = DeviceBuffer(in.starts.size() * 4);
+    starts.upload(in.starts);
+    live = DeviceBuffer(4);
+    const int32_t live_rows = static_cast<int32_t>(c.live_rows < 0 ? c.rows : c.live_rows);
+    live.upload(&live_rows, 4);
+    indices = DeviceBuffer(static_cast<size_t>(c.rows * out_pitch) * 4);
+    values = DeviceBuffer(static_cast<size_t>(c.rows * out_pitch) * 4);
+    poison();
+    args.scores = scores.ptr();
+    args.lengths = c.lengths ? lengths.ptr() : 0;
+    args.starts = (c.flags & SGTOPK_STARTS) ? starts.ptr() : 0;
+    args.live_rows = c.live_rows < 0 ? 0 : live.ptr();
+    args.indices = indices.ptr();
+    args.values = (c.flags & SGTOPK_VALUES) ? values.ptr() : 0;
+  }
+  void poison() {
+    indices.fill_u32(kPoison);
+    values.fill_u32(kPoison);
+  }
+};
+
+std::string check(const Case& c, const Inputs& in, const DeviceSet& d, int64_t pitch, int64_t out_pitch, int64_t live_rows) {
+  const size_t slots = static_cast<size_t>(c.rows * out_pitch);
+  const std::vector<int32_t> indices = d.indices.download_as<int32_t>(slots);
+  const std::vector<float> values = d.values.download_as<float>(slots);
+  SelectMatrixCheck m;
+  m.scores = in.scores.data();
+  m.rows = c.rows;
+  m.pitch = pitch;
+  m.width = c.width;
+  m.lengths = c.lengths ? in.lengths.data() : nullptr;
+  m.starts = (c.flags & SGTOPK_STARTS) ? in.starts.data() : nullptr;
+  m.k = c.k;
+  m.live_rows = live_rows;
+  m.indices = indices.data();
+  m.values = (c.flags & SGTOPK_VALUES) ? values.data() : nullptr;
+  m.out_pitch = out_pitch;
+  m.sorted = (c.flags & SGTOPK_SORTED) != 0;
+  return check_select_matrix(m);
+}
+
+void synchronize() { check_cuda(driver().cuCtxSynchronize(), "kernel execution"); }
+
+void run_case(const Case& c) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, c.name);
+  const int64_t pitch = c.pitch ? c.pitch : c.width;
+  const int64_t out_pitch = c.out_pitch ? c.out_pitch : c.k;
+  sgtopk_plan plan = compile_for_device(c);
+  ASSERT_NE(plan, nullptr);
+  const Inputs in = make_inputs(c, pitch, rng);
+  DeviceSet d(c, in, out_pitch);
+  ASSERT_EQ(sgtopk_select(plan, &d.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
+  EXPECT_EQ(check(c, in, d, pitch, out_pitch, live), "") << c.name;
+  sgtopk_plan_destroy(plan);
+}
+
+class SelectGpu : public ::testing::TestWithParam<Case> {};
+TEST_P(SelectGpu, MatchesReference) { run_case(GetParam()); }
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  // K sweep over every row family; rows long enough that K is a real boundary.
+  for (int k : {1, 2, 7, 255, 256, 1024, 2048, 4096, 8192}) {
+    Case c;
+    c.name = "k" + std::to_string(k);
+    c.k = k;
+    c.rows = 2 * static_cast<int64_t>(all_row_families().size());
+    c.width = std::max<int64_t>(3 * k + 5, 20000);
+    out.push_back(c);
+  }
+  // Register-resident short rows and streamed long rows, odd widths.
+  for (int64_t width : {1, 3, 1000, 5001, 16383, 16385, 70001}) {
+    Case c;
+    c.name = "width" + std::to_string(width);
+    c.k = 256;
+    c.rows = 44;
+    c.width = width;
+    out.push_back(c);
+  }
+  {  // Very wide rows, few of them (1.5M tokens).
+    Case c;
+    c.name = "width1p5m";
+    c.k = 2048;
+    c.rows = 5;
+    c.width = (1 << 20) + (1 << 19);
+    c.lengths = false;
+    c.families = {RowFamily::kIndexerLike, RowFamily::kAllEqual, RowFamily::kBoundaryTies, RowFamily::kSharedHigh21Bits,
+                  RowFamily::kNaNInTop};
+    out.push_back(c);
+  }
+  {  // Values + sorted + window starts (unaligned) + pitch > width + out_pitch > K.
+    Case c;
+    c.name = "values_sorted_starts_pitch";
+    c.k = 1024;
+    c.rows = 44;
+    c.width = 30001;
+    c.pitch = 40003;
+    c.out_pitch = 1031;
+    c.flags = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS;
+    out.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "values_sorted_k8192_short";
+    c.k = 8192;
+    c.rows = 22;
+    c.width = 12000;
+    c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
+    out.push_back(c);
+  }
+  {  // Scalar loads only.
+    Case c;
+    c.name = "scalar_loads";
+    c.k = 2048;
+    c.rows = 22;
+    c.width = 50001;
+    c.flags = SGTOPK_STARTS;
+    c.policy = "[select.direct]\nvector_bytes = 4\n";
+    out.push_back(c);
+  }
+  // Frontiers that overflow shared and global storage: refinement re-reads the row.
+  for (const char* body : {"short", "long"}) {
+    Case c;
+    c.name = std::string("frontier_overflow_") + body;
+    c.k = 2048;
+    c.rows = 44;
+    c.width = std::string(body) == "short" ? 12000 : 90000;
+    c.flags = SGTOPK_VALUES;
+    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n";
+    out.push_back(c);
+  }
+  {  // Block of 256 threads, several workers per SM, no histogram aggregation.
+    Case c;
+    c.name = "small_blocks";
+    c.k = 512;
+    c.rows = 300;
+    c.width = 33333;
+    c.policy = "[select.direct]\nblock_threads = 256\nworkers_per_sm = 4\naggregate_histogram = false\n";
+    out.push_back(c);
+  }
+  {  // live_rows < rows: the rest stays untouched.
+    Case c;
+    c.name = "live_rows";
+    c.k = 300;
+    c.rows = 64;
+    c.live_rows = 37;
+    c.width = 20000;
+    out.push_back(c);
+  }
+  {  // Many rows, more than the worker pool: rows are strided over workers.
+    Case c;
+    c.name = "many_rows";
+    c.k = 256;
+    c.rows = 8192;
+    c.width = 3000;
+    c.families = {RowFamily::kUniform, RowFamily::kIndexerLike, RowFamily::kBoundaryTies, RowFamily::kReluPlateau};
+    out.push_back(c);
+  }
+  {  // No lengths array: every row is `width`.
+    Case c;
+    c.name = "no_lengths";
+    c.k = 100;
+    c.rows = 22;
+    c.width = 4097;
+    c.lengths = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Contract, SelectGpu, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A graph built once replays correctly after the device-side lengths and
+// live_rows change, and after its pointers are swapped to a second input set.
+TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "graph");
+  Case c;
+  c.name = "graph";
+  c.k = 512;
+  c.rows = 64;
+  c.width = 30000;
+  c.live_rows = 64;
+  c.flags = SGTOPK_VALUES;
+  sgtopk_plan plan = compile_for_device(c);
+  ASSERT_NE(plan, nullptr);
+  Inputs in = make_inputs(c, c.width, rng);
+  DeviceSet d(c, in, c.k);
+  sgtopk_graph graph = nullptr;
+  ASSERT_EQ(sgtopk_graph_create(plan, &d.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(c, in, d, c.width, c.k, 64), "") << "first replay";
+
+  // New lengths and fewer live rows, written on the device only.
+  for (auto& l : in.lengths) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.width + 1));
+  d.lengths.upload(in.lengths);
+  const int32_t live = 23;
+  d.live.upload(&live, 4);
+  d.poison();
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(c, in, d, c.width, c.k, live), "") << "replay with changed lengths and live_rows";
+
+  // A second input set: update the graph's pointers.
+  Case c2 = c;
+  Inputs in2 = make_inputs(c2, c.width, rng);
+  DeviceSet d2(c2, in2, c.k);
+  ASSERT_EQ(sgtopk_graph_update(graph, &d2.args), SGTOPK_OK) << sgtopk_last_error();
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "replay after pointer update";
+
+  // Replays are repeatable (device counters and state restored).
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "repeated replays";
+  sgtopk_graph_destroy(graph);
+  sgtopk_plan_destroy(plan);
+}
+
+// Stream capture by the caller (as a framework would) also works.
+TEST(SelectGpuGraph, CapturesInCallerStream) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "capture");
+  Case c;
+  c.name = "capture";
+  c.k = 64;
+  c.rows = 16;
+  c.width = 5000;
+  sgtopk_plan plan = compile_for_device(c);
+  ASSERT_NE(plan, nullptr);
+  const Inputs in = make_inputs(c, c.width, rng);
+  DeviceSet d(c, in, c.k);
+  const DriverApi& cu = driver();
+  CUstream stream;
+  check_cuda(cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check_cuda(cu.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+  ASSERT_EQ(sgtopk_select(plan, &d.args, reinterpret_cast<sgtopk_stream>(stream)), SGTOPK_OK) << sgtopk_last_error();
+  CUgraph graph;
+  check_cuda(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  CUgraphExec exec;
+  check_cuda(cu.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+  check_cuda(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+  check_cuda(cu.cuStreamSynchronize(stream), "replay");
+  EXPECT_EQ(check(c, in, d, c.width, c.k, c.rows), "");
+  cu.cuGraphExecDestroy(exec);
+  cu.cuGraphDestroy(graph);
+  cu.cuStreamDestroy(stream);
+  sgtopk_plan_destroy(plan);
+}
+
+// Bad launch arguments are refused and change nothing on the device.
+TEST(SelectGpuErrors, BadArgumentsChangeNothing) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  Case c;
+  c.name = "errors";
+  c.k = 16;
+  c.rows = 4;
+  c.width = 100;
+  c.flags = SGTOPK_VALUES;
+  sgtopk_plan plan = compile_for_device(c);
+  ASSERT_NE(plan, nullptr);
+  SGTOPK_SEEDED_RNG(rng, "errors");
+  const Inputs in = make_inputs(c, c.width, rng);
+  DeviceSet d(c, in, c.k);
+  sgtopk_select_args no_values = d.args;
+  no_values.values = 0;
+  EXPECT_EQ(sgtopk_select(plan, &no_values, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("SGTOPK_VALUES"), std::string::npos) << sgtopk_last_error();
+  sgtopk_select_args no_scores = d.args;
+  no_scores.scores = 0;
+  EXPECT_EQ(sgtopk_select(plan, &no_scores, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  synchronize();
+  const std::vector<uint32_t> untouched = d.indices.download_as<uint32_t>(static_cast<size_t>(c.rows * c.k));
+  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint32_t v) { return v == kPoison; }));
+  sgtopk_plan_destroy(plan);
+}
+
+}  // namespace
+}  // namespace sgtopk::testing
