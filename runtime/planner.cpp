@@ -19,7 +19,7 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 6u * 4u + 8u + 15u) / 16u * 16u;
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 8u * 4u + 8u + 15u) / 16u * 16u;
 
 std::string str(int64_t v) { return std::to_string(v); }
 std::string flag(bool v) { return v ? "true" : "false"; }

@@ -48,9 +48,22 @@ struct DirectExactAgent {
       state.remaining = static_cast<u32>(Config::kK);
       state.done = 0u;
       state.prefix = 0ull;
+      state.floor_bin = 0u;
     }
     __syncthreads();
-    row.for_each([&](int, float value) { count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(value)); });
+    // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
+    // nothing below it can matter, so the floor rises as the pass goes and
+    // most of a row skips the shared atomics (exact counts are only needed
+    // at or above the final boundary).
+    row.for_each(
+        [&](int, float value) {
+          const u32 bin = coarse_key(value);
+          if (bin >= *reinterpret_cast<volatile u32*>(&state.floor_bin))
+            count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+        },
+        [&] {
+          if (threadIdx.x < 32) raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
+        });
     __syncthreads();
 
     Refinement<Config::kThreads, Config::kIndexBits, Store, Row, Output> refinement{state, store, row, out};

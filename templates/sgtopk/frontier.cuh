@@ -18,6 +18,7 @@
 #pragma once
 #include "sgtopk/block_scan.cuh"
 #include "sgtopk/keys.cuh"
+#include "sgtopk/row_stream.cuh"
 #include "sgtopk/warp_append.cuh"
 
 namespace sgtopk {
@@ -57,6 +58,7 @@ struct SelectionState {
   u32 remaining;        // rank still to fill from the current group
   u32 coarse_boundary;  // round-0 boundary bin
   u32 done;
+  u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
@@ -161,7 +163,8 @@ struct Refinement {
   SGTOPK_DEVICE void boundary_pass() {
     bool take_group;
     const u32 d = resolve(&take_group);
-    row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); });
+    row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); },
+                 NothingBetweenChunks());
     advance(take_group, d, 0);
   }
 
@@ -189,7 +192,7 @@ struct Refinement {
         row.for_each([&](int i, float value) {
           const u32 index = static_cast<u32>(i);
           if (in_group(value, index, r)) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
-        });
+        }, NothingBetweenChunks());
       }
       advance(take_group, d, r);
     }

@@ -10,9 +10,10 @@ namespace sgtopk {
 SGTOPK_DEVICE float4 load_vector(const float4* p) { return __ldg(p); }
 
 // Calls visit(index, value) for every i in [0, len). Not every lane reaches a
-// given call (tails), so visit must not assume a converged warp.
-template <int kThreads, int kUnroll, bool kVectorLoads, typename Visit>
-SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit) {
+// given call (tails), so visit must not assume a converged warp. After each
+// block-wide chunk of the body every thread calls between_chunks().
+template <int kThreads, int kUnroll, bool kVectorLoads, typename Visit, typename Between>
+SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
   const int t = threadIdx.x;
   int head = 0;
   if (kVectorLoads) {
@@ -45,9 +46,14 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit) {
         visit(i + 3, v[u].w);
       }
     }
+    between_chunks();
   }
   for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit(i, __ldg(row + i));
 }
+
+struct NothingBetweenChunks {
+  SGTOPK_DEVICE void operator()() const {}
+};
 
 // A short row held in registers: element u*kThreads + t lives in thread t's
 // slot u. Loaded once, visited as often as the passes need.
@@ -65,8 +71,8 @@ struct RegisterRow {
     }
   }
 
-  template <typename Visit>
-  SGTOPK_DEVICE void for_each(Visit&& visit) const {
+  template <typename Visit, typename Between>
+  SGTOPK_DEVICE void for_each(Visit&& visit, Between&&) const {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = u * kThreads + static_cast<int>(threadIdx.x);
@@ -86,9 +92,9 @@ struct StreamedRow {
     len = row_len;
   }
 
-  template <typename Visit>
-  SGTOPK_DEVICE void for_each(Visit&& visit) const {
-    for_each_score<kThreads, kUnroll, kVectorLoads>(row, len, visit);
+  template <typename Visit, typename Between>
+  SGTOPK_DEVICE void for_each(Visit&& visit, Between&& between_chunks) const {
+    for_each_score<kThreads, kUnroll, kVectorLoads>(row, len, visit, between_chunks);
   }
 };
 
