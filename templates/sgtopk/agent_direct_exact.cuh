@@ -51,6 +51,7 @@ struct DirectExactAgent {
       state.floor_bin = 0u;
     }
     __syncthreads();
+    int chunk = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and
     // most of a row skips the shared atomics (exact counts are only needed
@@ -62,7 +63,10 @@ struct DirectExactAgent {
             count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
         },
         [&] {
-          if (threadIdx.x < 32) raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
+          // A different warp each chunk, so no warp falls behind the stream.
+          if (static_cast<int>(threadIdx.x >> 5) == chunk % (Config::kThreads / 32))
+            raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
+          ++chunk;
         });
     __syncthreads();
 

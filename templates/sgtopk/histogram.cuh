@@ -22,35 +22,45 @@ SGTOPK_DEVICE void count_in_bin(u32* bins, u32 bin) {
 // above it. Counts only grow, so a bin with enough mass above it stays a
 // valid lower bound for the final boundary: elements below the floor can
 // skip the histogram entirely, and the counts at or above it stay exact.
-// Run by one warp while the others keep streaming; the racy reads only ever
-// under-count, which keeps the floor conservative.
+// Run by one warp (a different one each chunk) while the others keep
+// streaming; the racy reads only ever under-count, which keeps the floor
+// conservative.
 template <int kBins>
 SGTOPK_DEVICE void raise_floor(const u32* bins, u32 rank, u32* floor_bin) {
+  static_assert(kBins == 2048, "two bins per lane in the owner's range");
   constexpr int kPerLane = kBins / 32;
+  const u32 all = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const volatile u32* v = bins;
-  const int first = kBins - (lane + 1) * kPerLane;  // lane 0 owns the top bins
+  // 1. Which lane's 64 bins (lane 0 owns the top ones) hold the crossing?
+  const int first = kBins - (lane + 1) * kPerLane;
   u32 owned = 0;
-#pragma unroll 8
+#pragma unroll 16
   for (int j = 0; j < kPerLane; ++j) owned += v[first + j];
   u32 inclusive = owned;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    const u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    const u32 up = __shfl_up_sync(all, inclusive, d);
     if (lane >= d) inclusive += up;
   }
-  const u32 reached = __ballot_sync(0xffffffffu, inclusive >= rank);
+  const u32 reached = __ballot_sync(all, inclusive >= rank);
   if (reached == 0u) return;
   const int owner = __ffs(reached) - 1;
-  if (lane == owner) {
-    u32 above = inclusive - owned;
-    int bin = first + kPerLane - 1;
-    for (; bin > first; --bin) {
-      above += v[bin];
-      if (above >= rank) break;
-    }
-    if (static_cast<u32>(bin) > *floor_bin) *reinterpret_cast<volatile u32*>(floor_bin) = static_cast<u32>(bin);
+  const u32 above_owner = __shfl_sync(all, inclusive - owned, owner);
+  // 2. The whole warp scans the owner's bins, two per lane, top down.
+  const int top = kBins - owner * kPerLane - 1;
+  const u32 high = v[top - 2 * lane], low = v[top - 2 * lane - 1];
+  u32 pair_inclusive = high + low;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 up = __shfl_up_sync(all, pair_inclusive, d);
+    if (lane >= d) pair_inclusive += up;
   }
+  const u32 hit = __ballot_sync(all, above_owner + pair_inclusive >= rank);
+  if (hit == 0u || lane != __ffs(hit) - 1) return;
+  const u32 before = above_owner + pair_inclusive - high - low;
+  const u32 bin = static_cast<u32>(before + high >= rank ? top - 2 * lane : top - 2 * lane - 1);
+  if (bin > *reinterpret_cast<volatile u32*>(floor_bin)) *reinterpret_cast<volatile u32*>(floor_bin) = bin;
 }
 
 }  // namespace sgtopk
