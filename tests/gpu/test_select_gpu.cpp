@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct Case {
   std::vector<RowFamily> families = all_row_families();
   std::string policy;      // TOML overlay
 };
+
+// gtest prints a parameter with PrintTo: show the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // Lengths that probe the edges: 0, K-1, K, K+1, width, then random.
 std::vector<int32_t> edge_lengths(const Case& c, std::mt19937_64& rng) {
