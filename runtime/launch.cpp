@@ -32,15 +32,25 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
                             workspace,     static_cast<uint64_t>(plan.problem.rows)};
 }
 
+namespace {
+
+// The plan's launch geometry, into either a launch config or a graph node.
+template <typename Launch>
+void set_geometry(const Plan& plan, Launch& launch) {
+  launch.gridDimX = plan.grid;
+  launch.gridDimY = 1;
+  launch.gridDimZ = 1;
+  launch.blockDimX = plan.block;
+  launch.blockDimY = 1;
+  launch.blockDimZ = 1;
+  launch.sharedMemBytes = plan.dynamic_smem_bytes;
+}
+
+}  // namespace
+
 void launch_select(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params, CUstream stream) {
   CUlaunchConfig config = {};
-  config.gridDimX = plan.grid;
-  config.gridDimY = 1;
-  config.gridDimZ = 1;
-  config.blockDimX = plan.block;
-  config.blockDimY = 1;
-  config.blockDimZ = 1;
-  config.sharedMemBytes = plan.dynamic_smem_bytes;
+  set_geometry(plan, config);
   config.hStream = stream;
   DeviceSelectParams copy = params;
   void* kernel_args[] = {&copy};
@@ -73,13 +83,7 @@ CUDA_KERNEL_NODE_PARAMS SelectGraph::node_params(DeviceSelectParams* params) con
   kernel_args[0] = params;
   CUDA_KERNEL_NODE_PARAMS node = {};
   node.func = kernel_.function;
-  node.gridDimX = plan_.grid;
-  node.gridDimY = 1;
-  node.gridDimZ = 1;
-  node.blockDimX = plan_.block;
-  node.blockDimY = 1;
-  node.blockDimZ = 1;
-  node.sharedMemBytes = plan_.dynamic_smem_bytes;
+  set_geometry(plan_, node);
   node.kernelParams = kernel_args;  // copied by the driver when the node is added or set
   return node;
 }
