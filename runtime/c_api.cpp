@@ -13,13 +13,14 @@
 #include "runtime/launch.h"
 
 struct sgtopk_plan_s {
-  std::unique_ptr<sgtopk::CompiledPlan> compiled;
+  // Shared with the graphs built from it, so destroying the plan first is safe.
+  std::shared_ptr<const sgtopk::CompiledPlan> compiled;
   std::string parameters;  // backing storage for sgtopk_plan_info strings
   std::string key_hex;
 };
 
 struct sgtopk_graph_s {
-  sgtopk_plan plan;
+  std::shared_ptr<const sgtopk::CompiledPlan> compiled;  // keeps the kernel and plan alive
   std::unique_ptr<sgtopk::SelectGraph> graph;
 };
 
@@ -48,13 +49,16 @@ sgtopk_status guarded(Body&& body) {
   }
 }
 
-const sgtopk::CompiledPlan& launchable(sgtopk_plan plan) {
-  if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
-  const sgtopk::CompiledPlan& c = *plan->compiled;
+const sgtopk::CompiledPlan& launchable(const sgtopk::CompiledPlan& c) {
   if (!c.kernel)
     sgtopk::invalid_argument("this plan was compiled for " + c.plan.arch +
                              " without a device and cannot launch: compile it with options.device set to a CUDA device");
   return c;
+}
+
+const sgtopk::CompiledPlan& launchable(sgtopk_plan plan) {
+  if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
+  return launchable(*plan->compiled);
 }
 
 }  // namespace
@@ -85,8 +89,9 @@ sgtopk_status sgtopk_compile(const sgtopk_problem* problem, const sgtopk_compile
     if (out_plan == nullptr) sgtopk::invalid_argument("out_plan is NULL");
     *out_plan = nullptr;
     auto handle = std::make_unique<sgtopk_plan_s>();
-    handle->compiled = sgtopk::compile_plan(problem, options);
-    handle->parameters = handle->compiled->plan.parameters_text();
+    std::shared_ptr<sgtopk::CompiledPlan> compiled = sgtopk::compile_plan(problem, options);
+    handle->parameters = compiled->plan.parameters_text();
+    handle->compiled = std::move(compiled);
     handle->key_hex = handle->compiled->key.hex();
     *out_plan = handle.release();
   });
@@ -145,7 +150,7 @@ sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* ar
     const sgtopk::CompiledPlan& c = launchable(plan);
     const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(c.plan, args, c.own_workspace);
     auto graph = std::make_unique<sgtopk_graph_s>();
-    graph->plan = plan;
+    graph->compiled = plan->compiled;
     graph->graph = std::make_unique<sgtopk::SelectGraph>(*c.kernel, c.plan, params);
     *out_graph = graph.release();
   });
@@ -154,7 +159,7 @@ sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* ar
 sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args) {
   return guarded([&] {
     if (graph == nullptr) sgtopk::invalid_argument("graph is NULL");
-    const sgtopk::CompiledPlan& c = launchable(graph->plan);
+    const sgtopk::CompiledPlan& c = launchable(*graph->compiled);
     graph->graph->update(sgtopk::make_select_params(c.plan, args, c.own_workspace));
   });
 }

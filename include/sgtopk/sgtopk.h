@@ -149,6 +149,7 @@ SGTOPK_API sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_sele
 SGTOPK_API sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args);
 SGTOPK_API sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream);
 SGTOPK_API sgtopk_status sgtopk_graph_destroy(sgtopk_graph graph);
+/* A graph keeps its plan's kernel alive: plan and graph may be destroyed in either order. */
 
 #ifdef __cplusplus
 } /* extern "C" */

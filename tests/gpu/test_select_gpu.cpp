@@ -316,12 +316,14 @@ TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   synchronize();
   EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "replay after pointer update";
 
-  // Replays are repeatable (device counters and state restored).
+  // Replays are repeatable (device state restored), also after the plan
+  // handle is gone (the graph keeps its kernel and workspace alive).
+  ASSERT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+  d2.poison();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
   synchronize();
   EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "repeated replays";
   sgtopk_graph_destroy(graph);
-  sgtopk_plan_destroy(plan);
 }
 
 // Stream capture by the caller (as a framework would) also works.
