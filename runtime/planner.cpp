@@ -19,7 +19,7 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 8u * 4u + 8u + 15u) / 16u * 16u;
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 10u * 4u + 8u + 15u) / 16u * 16u;
 
 std::string str(int64_t v) { return std::to_string(v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
@@ -53,7 +53,9 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
       {"kStarts", flag(p.starts)},
       {"kRegisterItems", str(register_items)},
       {"kUnroll", str(d.loads_in_flight)},
+      {"kPrefetch", flag(d.prefetch_next_chunk)},
       {"kAggregateHistogram", flag(d.aggregate_histogram)},
+      {"kEndpointClassify", flag(d.endpoint_classification)},
       {"kVectorLoads", flag(d.vector_bytes == 16)},
       {"kIndexBits", str(std::max(1, ceil_log2(p.width)))},
       {"kFrontierShared", str(frontier_shared)},

@@ -199,6 +199,11 @@ const std::vector<Section>& sections() {
                    "widest score load in bytes (16: float4 body after a scalar head; less: scalar loads)"),
            integer("loads_in_flight", SGTOPK_MEMBER(direct.loads_in_flight), {1, 8},
                    "16-byte loads each thread issues before classifying the first"),
+           boolean("prefetch_next_chunk", SGTOPK_MEMBER(direct.prefetch_next_chunk),
+                   "issue the next chunk's loads before classifying this one (double buffer; not yet measured)"),
+           boolean("endpoint_classification", SGTOPK_MEMBER(direct.endpoint_classification),
+                   "the classification pass compares scores with the boundary bin's FP32 endpoints\n"
+                   "instead of recomputing coarse keys (not yet measured)"),
            boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
                    "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
        }},

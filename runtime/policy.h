@@ -28,6 +28,8 @@ struct SelectDirectPolicy {
                                          // a larger frontier is refined by re-reading the row instead
   int vector_bytes = 16;                 // widest load: 4, 8 or 16
   int loads_in_flight = 4;               // 16-byte loads each thread issues before using the first, 1..8
+  bool prefetch_next_chunk = false;      // issue the next chunk's loads before classifying this one (not yet measured)
+  bool endpoint_classification = false;  // classification pass compares with FP32 bin endpoints (not yet measured)
   bool aggregate_histogram = false;      // one shared atomic per distinct bin per warp (__match_any_sync)
   bool operator==(const SelectDirectPolicy&) const = default;
 };

@@ -11,7 +11,8 @@
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
-//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kAggregateHistogram, kIndexBits,
+//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kAggregateHistogram,
+//   kEndpointClassify, kIndexBits,
 //   kFrontierShared, kFrontierGlobal, kSortSlots.
 #pragma once
 #include "sgtopk/frontier.cuh"
@@ -70,7 +71,8 @@ struct DirectExactAgent {
         });
     __syncthreads();
 
-    Refinement<Config::kThreads, Config::kIndexBits, Store, Row, Output> refinement{state, store, row, out};
+    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output> refinement{
+        state, store, row, out};
     refinement.boundary_pass();
     refinement.refine();
     if (Config::kSorted) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
@@ -102,7 +104,7 @@ struct DirectExactAgent {
         row.load(scores, len);
         select_row(state, store, row, out, scores, len, sort_buffer);
       } else {
-        StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads> row;
+        StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> row;
         row.load(scores, len);
         select_row(state, store, row, out, scores, len, sort_buffer);
       }

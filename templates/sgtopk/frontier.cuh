@@ -59,6 +59,8 @@ struct SelectionState {
   u32 coarse_boundary;  // round-0 boundary bin
   u32 done;
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
+  float boundary_low;   // lowest number in the boundary bin (endpoint classification)
+  float boundary_high;  // lowest number above the boundary bin, NaN when none
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
@@ -93,7 +95,7 @@ struct FrontierStore {
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row_stream.cuh for the two row kinds).
-template <int kThreads, int kIndexBits, typename Store, typename Row, typename Output>
+template <int kThreads, int kIndexBits, bool kEndpointClassify, typename Store, typename Row, typename Output>
 struct Refinement {
   typedef DigitSchedule<kIndexBits> Schedule;
 
@@ -163,8 +165,26 @@ struct Refinement {
   SGTOPK_DEVICE void boundary_pass() {
     bool take_group;
     const u32 d = resolve(&take_group);
-    row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); },
-                 NothingBetweenChunks());
+    if (kEndpointClassify) {
+      // Two FP32 comparisons per score instead of recomputing its coarse key
+      // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
+      // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
+      if (threadIdx.x == 0) {
+        state.boundary_low = coarse_bin_lower_endpoint(d);
+        state.boundary_high = coarse_bin_lower_endpoint(d + 1u);
+      }
+      __syncthreads();
+      const float low = state.boundary_low, high = state.boundary_high;
+      row.for_each(
+          [&](int i, float value) {
+            const u32 digit = value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u;
+            classify(value, static_cast<u32>(i), digit, d, take_group, 0);
+          },
+          NothingBetweenChunks());
+    } else {
+      row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); },
+                   NothingBetweenChunks());
+    }
     advance(take_group, d, 0);
   }
 

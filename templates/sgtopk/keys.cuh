@@ -29,6 +29,27 @@ SGTOPK_DEVICE u32 coarse_key(float x) {
   return key16 >> (16 - kCoarseBits);
 }
 
+// The float an ordered key stands for (either zero for the key of 0).
+SGTOPK_DEVICE float float_from_ordered_key(u32 key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+// The smallest number whose coarse key is >= bin (the bin's inclusive lower
+// endpoint in value space), or NaN when no number reaches the bin (so that
+// `x >= endpoint` is false for every x). A binary search over ordered keys
+// from -inf to +inf, exact by construction because coarse_key is monotone
+// there: comparing FP32 scores with it is the same as comparing coarse keys.
+SGTOPK_DEVICE float coarse_bin_lower_endpoint(u32 bin) {
+  u32 low = 0x007fffffu, high = 0xff800000u;  // ordered keys of -inf and +inf
+  if (coarse_key(float_from_ordered_key(high)) < bin) return __uint_as_float(0x7fc00000u);
+  while (low < high) {  // invariant: the answer lies in [low, high]
+    const u32 mid = low + (high - low) / 2u;
+    if (coarse_key(float_from_ordered_key(mid)) >= bin) high = mid;
+    else low = mid + 1u;
+  }
+  return float_from_ordered_key(low);
+}
+
 // A candidate's total order key: value first (ordered_key), then lower index
 // first. Unique per row, so refinement over it always ends with one element
 // per digit group and the tie rule falls out of the same radix rounds.

@@ -9,10 +9,22 @@ namespace sgtopk {
 
 SGTOPK_DEVICE float4 load_vector(const float4* p) { return __ldg(p); }
 
+// Loads the kUnroll vectors of the chunk starting at `base` (those in range).
+template <int kThreads, int kUnroll>
+SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 (&v)[kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+    if (j < vectors) v[u] = load_vector(body + j);
+  }
+}
+
 // Calls visit(index, value) for every i in [0, len). Not every lane reaches a
 // given call (tails), so visit must not assume a converged warp. After each
 // block-wide chunk of the body every thread calls between_chunks().
-template <int kThreads, int kUnroll, bool kVectorLoads, typename Visit, typename Between>
+// kPrefetch: the next chunk's loads are issued before this chunk is
+// classified, so a warp's loads overlap its own arithmetic (double buffer).
+template <int kThreads, int kUnroll, bool kVectorLoads, bool kPrefetch, typename Visit, typename Between>
 SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
   const int t = threadIdx.x;
   int head = 0;
@@ -28,12 +40,15 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
 
   const float4* body = reinterpret_cast<const float4*>(row + head);
   const int vectors = (len - head) >> 2;
-  for (int base = 0; base < vectors; base += kThreads * kUnroll) {
-    float4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int j = base + u * kThreads + t;
-      if (j < vectors) v[u] = load_vector(body + j);
+  constexpr int kChunk = kThreads * kUnroll;
+  float4 v[kUnroll];
+  if (kPrefetch && vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, v);
+  for (int base = 0; base < vectors; base += kChunk) {
+    float4 next[kUnroll];
+    if (kPrefetch) {
+      if (base + kChunk < vectors) load_chunk<kThreads, kUnroll>(body, vectors, base + kChunk, next);
+    } else {
+      load_chunk<kThreads, kUnroll>(body, vectors, base, v);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -47,6 +62,10 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
       }
     }
     between_chunks();
+    if (kPrefetch) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = next[u];
+    }
   }
   for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit(i, __ldg(row + i));
 }
@@ -82,7 +101,7 @@ struct RegisterRow {
 };
 
 // The same interface over global memory, for rows too long for registers.
-template <int kThreads, int kUnroll, bool kVectorLoads>
+template <int kThreads, int kUnroll, bool kVectorLoads, bool kPrefetch>
 struct StreamedRow {
   const float* row;
   int len;
@@ -94,7 +113,7 @@ struct StreamedRow {
 
   template <typename Visit, typename Between>
   SGTOPK_DEVICE void for_each(Visit&& visit, Between&& between_chunks) const {
-    for_each_score<kThreads, kUnroll, kVectorLoads>(row, len, visit, between_chunks);
+    for_each_score<kThreads, kUnroll, kVectorLoads, kPrefetch>(row, len, visit, between_chunks);
   }
 };
 

@@ -102,6 +102,7 @@ struct Variant {
   uint32_t flags = 0;
   int vector_bytes = 16;
   int frontier_global = 65536;
+  bool opt_in = false;  // the policy's not-yet-default kernel options all on
 
   std::string name() const {
     std::string n = family + "_K" + std::to_string(k) + (width == kShortWidth ? "_short" : "_long") + std::to_string(width);
@@ -111,6 +112,7 @@ struct Variant {
     if (flags & SGTOPK_STARTS) n += "_starts";
     n += "_vec" + std::to_string(vector_bytes);
     if (frontier_global != 65536) n += "_fglobal" + std::to_string(frontier_global);
+    if (opt_in) n += "_optin";
     return n;
   }
 };
@@ -128,6 +130,7 @@ std::vector<Variant> jit_variants() {
     uint32_t flags;
     int vector_bytes;
     int frontier_global;
+    bool opt_in = false;
   };
   const Spec specs[] = {
       {1, kShortWidth, 0, 16, 65536},
@@ -142,10 +145,12 @@ std::vector<Variant> jit_variants() {
       {2048, kLongWidth, V | T, 4, 65536},
       {2048, kLongWidth, 0, 16, 0},
       {8192, kLongWidth, V | S | T, 4, 0},
+      {2048, kLongWidth, V, 16, 65536, true},
+      {2048, kShortWidth, S | T, 16, 65536, true},
   };
   std::vector<Variant> out;
   for (const std::string& family : select_families())
-    for (const Spec& s : specs) out.push_back({family, s.k, s.width, s.flags, s.vector_bytes, s.frontier_global});
+    for (const Spec& s : specs) out.push_back({family, s.k, s.width, s.flags, s.vector_bytes, s.frontier_global, s.opt_in});
   return out;
 }
 
@@ -153,6 +158,11 @@ Policy policy_for(const Variant& v) {
   Policy policy = Policy::defaults();
   policy.direct.vector_bytes = v.vector_bytes;
   policy.direct.frontier_global_capacity = v.frontier_global;
+  if (v.opt_in) {
+    policy.direct.prefetch_next_chunk = true;
+    policy.direct.endpoint_classification = true;
+    policy.direct.aggregate_histogram = true;
+  }
   validate_policy(policy, "<jit test policy>");
   return policy;
 }

@@ -240,6 +240,29 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nblock_threads = 256\nworkers_per_sm = 4\naggregate_histogram = false\n";
     out.push_back(c);
   }
+  // The policy's opt-in kernel options (prefetching loads, endpoint
+  // classification, aggregated histogram) over every family and both bodies.
+  for (int64_t width : {9000, 200001}) {
+    Case c;
+    c.name = "opt_in_width" + std::to_string(width);
+    c.k = 2048;
+    c.rows = 66;
+    c.width = width;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.policy =
+        "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\naggregate_histogram = true\n";
+    out.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "opt_in_k1_sorted";
+    c.k = 1;
+    c.rows = 44;
+    c.width = 100003;
+    c.flags = SGTOPK_SORTED;
+    c.policy = "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\n";
+    out.push_back(c);
+  }
   {  // live_rows < rows: the rest stays untouched.
     Case c;
     c.name = "live_rows";
