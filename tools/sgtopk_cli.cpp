@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -38,7 +39,8 @@ int usage() {
                "           [--arch sm_90 | --device D] [--policy FILE] [--family NAME] [PROBLEM.toml]\n"
                "  prewarm  MANIFEST.toml [--jobs N] [--arch sm_90] [--policy FILE]\n"
                "  env\n"
-               "  selftest [--k N] [--rows R] [--width W] [--device D] [--policy FILE]\n"
+               "  selftest [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
+               "           [--device D] [--policy FILE]\n"
                "  version\n");
   return 2;
 }
@@ -341,36 +343,53 @@ int cmd_selftest(int argc, char** argv) {
     sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
     sgtopk_plan_describe(plan, &info);
 
-    // Causal ragged rows: row i has length width - rows + 1 + i (clamped).
+    // Causal ragged rows: row i has length width - rows + 1 + i (clamped);
+    // with --starts, each row's window begins at a random (unaligned) offset.
     const int64_t rows = r.problem.rows, width = r.problem.width, k = r.problem.k;
-    std::vector<float> scores(static_cast<size_t>(rows * width));
-    std::vector<int32_t> lengths(static_cast<size_t>(rows));
+    const bool values = (r.problem.flags & SGTOPK_VALUES) != 0, sorted = (r.problem.flags & SGTOPK_SORTED) != 0;
+    const bool with_starts = (r.problem.flags & SGTOPK_STARTS) != 0;
+    const int64_t pitch = r.problem.pitch ? r.problem.pitch : width;
+    std::vector<float> scores(static_cast<size_t>(rows * pitch), std::nanf(""));
+    std::vector<int32_t> lengths(static_cast<size_t>(rows)), starts(static_cast<size_t>(rows), 0);
     std::mt19937_64 rng(20261129);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& x : scores) x = std::max(0.0f, normal(rng));  // ReLU-like: many exact zeros
-    for (int64_t i = 0; i < rows; ++i) lengths[i] = static_cast<int32_t>(std::max<int64_t>(0, width - rows + 1 + i));
-
-    DeviceMemory d_scores(scores.size() * 4), d_len(lengths.size() * 4), d_idx(static_cast<size_t>(rows * k) * 4);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t len = std::max<int64_t>(0, width - rows + 1 + i);
+      lengths[static_cast<size_t>(i)] = static_cast<int32_t>(len);
+      if (with_starts && pitch > len) starts[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint64_t>(pitch - len + 1));
+      float* row = &scores[static_cast<size_t>(i * pitch + starts[static_cast<size_t>(i)])];
+      for (int64_t j = 0; j < len; ++j) row[j] = std::max(0.0f, normal(rng));  // ReLU-like: many exact zeros
+    }
+    const size_t out_slots = static_cast<size_t>(rows * k);
+    DeviceMemory d_scores(scores.size() * 4), d_len(lengths.size() * 4), d_starts(starts.size() * 4),
+        d_idx(out_slots * 4), d_val(values ? out_slots * 4 : 4);
     sgtopk::check_cuda(cu.cuMemcpyHtoD(d_scores.ptr, scores.data(), scores.size() * 4), "cuMemcpyHtoD");
     sgtopk::check_cuda(cu.cuMemcpyHtoD(d_len.ptr, lengths.data(), lengths.size() * 4), "cuMemcpyHtoD");
-    sgtopk::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, static_cast<size_t>(rows * k)), "cuMemsetD32");
+    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_starts.ptr, starts.data(), starts.size() * 4), "cuMemcpyHtoD");
+    sgtopk::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
+    if (values) sgtopk::check_cuda(cu.cuMemsetD32(d_val.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
 
     sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
     args.scores = d_scores.ptr;
     args.lengths = d_len.ptr;
+    args.starts = with_starts ? d_starts.ptr : 0;
     args.indices = d_idx.ptr;
+    args.values = values ? d_val.ptr : 0;
     if (sgtopk_select(plan, &args, nullptr) != SGTOPK_OK) {
       std::fprintf(stderr, "selftest: launch failed: %s\n", sgtopk_last_error());
       return 1;
     }
     sgtopk::check_cuda(cu.cuCtxSynchronize(), "kernel");
-    std::vector<int32_t> indices(static_cast<size_t>(rows * k));
+    std::vector<int32_t> indices(out_slots);
+    std::vector<float> value_out(values ? out_slots : 0);
     sgtopk::check_cuda(cu.cuMemcpyDtoH(indices.data(), d_idx.ptr, indices.size() * 4), "cuMemcpyDtoH");
+    if (values) sgtopk::check_cuda(cu.cuMemcpyDtoH(value_out.data(), d_val.ptr, out_slots * 4), "cuMemcpyDtoH");
     int bad_rows = 0;
     for (int64_t i = 0; i < rows; ++i) {
-      std::string problem = sgtopk::reference::check_select_row(&scores[static_cast<size_t>(i * width)], lengths[i],
-                                                                 static_cast<int>(k), &indices[static_cast<size_t>(i * k)],
-                                                                 nullptr, false);
+      const size_t first_slot = static_cast<size_t>(i * k);
+      std::string problem = sgtopk::reference::check_select_row(
+          &scores[static_cast<size_t>(i * pitch + starts[static_cast<size_t>(i)])], lengths[static_cast<size_t>(i)],
+          static_cast<int>(k), &indices[first_slot], values ? &value_out[first_slot] : nullptr, sorted);
       if (!problem.empty() && bad_rows++ < 3) std::printf("selftest: row %lld: %s\n", static_cast<long long>(i), problem.c_str());
     }
 
