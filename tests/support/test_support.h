@@ -1,5 +1,6 @@
 // Shared support of the CPU and GPU test binaries: seeded RNGs, adversarial
-// row families, GPU presence, device buffers and the matrix-wide contract check.
+// row families (re-exported from the library), GPU presence, device buffers
+// and the matrix-wide contract check.
 //
 // NOTE: inside namespace sgtopk::testing, GoogleTest's namespace must be
 // written ::testing.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "runtime/reference.h"
+#include "runtime/row_families.h"
 
 namespace sgtopk::testing {
 
@@ -51,41 +53,14 @@ class SeededRng {
 
 // --------------------------------------------------------- row families ----
 
-enum class RowFamily {
-  kUniform,           // uniform in [-1, 1)
-  kGaussian,          // N(0, 1)
-  kAllEqual,          // one value everywhere (the whole row is the boundary tie group)
-  kTwoValues,         // two distinct values, random mix
-  kThreeValues,       // three distinct values, random mix
-  kBoundaryTies,      // the K-th largest value occurs hundreds of times, straddling the boundary
-  kSharedHigh21Bits,  // values differing only in the low 11 bits: one coarse bin holds them all
-  kFp16Overflow,      // |x| >= 65504 (FP16 overflow, incl. 65504/65519.99/65520 edges) mixed with normal values
-  kTinySubnormal,     // |x| <= 2^-24 incl. FP32 subnormals, 2^-25 ties, both signs
-  kSignedZeros,       // +0 and -0 mixed, a few positives and negatives
-  kNaNScattered,      // ~5% NaN among uniform values
-  kNaNInTop,          // many NaN patterns (negative, payload, 0x7fffffff): NaN often needed to fill K
-  kAllNaN,            // every entry NaN (various patterns)
-  kInfinities,        // +inf/-inf mixed with finite values, plus a -inf block (masked region)
-  kAscending,         // sorted ascending (top at the end)
-  kDescending,        // sorted descending (top at the start)
-  kReluPlateau,       // most exactly 0.0, fewer than K positives: the K-th value is 0
-  kPeriodic64,        // top values at a fixed phase of period 64 (defeats stride-64 sampling)
-  kPeriodic128,       // same with period 128
-  kPackedRuns,        // the top-K packed into a few short contiguous runs
-  kBimodal,           // two well-separated modes, a minority in the upper one
-  kIndexerLike,       // ReLU-weighted sums with an attention-sink start and a recency end
-};
-
-const char* family_name(RowFamily family);
-std::vector<RowFamily> all_row_families();
-
-// A row of `len` scores of the family; `k` shapes the families whose
-// difficulty depends on it (boundary ties, NaN count, plateau). Any len >= 0
-// and k >= 1 are fine.
-std::vector<float> make_row(RowFamily family, int64_t len, int k, std::mt19937_64& rng);
-
-// For readable parameterized test names: family_name with only [A-Za-z0-9_].
-std::string family_param_name(RowFamily family);
+// The generators live in the library (runtime/row_families.h) so that
+// `sgtopk simulate` can use them too; re-exported here for the tests.
+using rows::all_row_families;
+using rows::family_from_name;
+using rows::family_name;
+using rows::family_param_name;
+using rows::make_row;
+using rows::RowFamily;
 
 // --------------------------------------------------------------- the GPU ----
 
