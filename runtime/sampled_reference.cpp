@@ -1,0 +1,101 @@
+#include "runtime/sampled_reference.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "runtime/reference.h"
+
+namespace sgtopk::reference {
+
+namespace {
+
+// The highest bin at which the cumulative count from the top reaches `rank`
+// (rank >= 1, and the histogram holds at least `rank` samples). Bin 0 is NaN
+// only and never admitted (see decide_sampled_route), so the scan stops at
+// the lowest bin that holds a number.
+uint32_t proposal_bin(const std::array<int64_t, kCoarseBins>& histogram, int64_t rank) {
+  int64_t cumulative = 0;
+  for (uint32_t bin = kCoarseBins - 1; bin > kCoarseKeyMinNumber; --bin) {
+    cumulative += histogram[bin];
+    if (cumulative >= rank) return bin;
+  }
+  return kCoarseKeyMinNumber;
+}
+
+int64_t count_at_or_above(const float* row, int64_t len, uint32_t bin) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < len; ++i) count += coarse_key(row[i]) >= bin ? 1 : 0;
+  return count;
+}
+
+}  // namespace
+
+int sample_stride(int64_t len, const SelectSampledPolicy& policy) {
+  return len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow;
+}
+
+uint32_t sample_phase(uint64_t row_id, int stride) {
+  if (stride <= 1) return 0;
+  const uint32_t hash = static_cast<uint32_t>((row_id * 0x9E3779B97F4A7C15ull) >> 40);
+  return hash % static_cast<uint32_t>(stride);
+}
+
+int64_t sample_rank(double margin, int k, int stride) {
+  if (k <= 0 || stride <= 0) return 0;
+  const long double q = static_cast<long double>(margin) * k / stride;
+  // A decimal margin is not exact in binary: 1.1 * 1000 / 10 comes out as
+  // 110.00000000000000888. Snap quotients that are an integer up to that
+  // rounding, so the rank is not bumped by one.
+  const long double nearest = std::nearbyint(q);
+  if (std::fabs(q - nearest) <= 1e-12L * std::max(1.0L, std::fabs(q))) return static_cast<int64_t>(nearest);
+  return static_cast<int64_t>(std::ceil(q));
+}
+
+const char* route_name(SampledDecision::Route route) {
+  switch (route) {
+    case SampledDecision::kShort: return "short";
+    case SampledDecision::kNoView: return "no_view";
+    case SampledDecision::kPrimary: return "primary";
+    case SampledDecision::kBand: return "band";
+    case SampledDecision::kExact: return "exact";
+  }
+  return "unknown";
+}
+
+SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint64_t row_id,
+                                     const SelectSampledPolicy& policy) {
+  SampledDecision d;
+  d.stride = sample_stride(len, policy);
+  d.phase = sample_phase(row_id, d.stride);
+  d.q0 = sample_rank(policy.primary_margin, k, d.stride);
+  d.q1 = sample_rank(policy.secondary_margin, k, d.stride);
+  if (len <= k) {
+    d.route = SampledDecision::kShort;
+    return d;
+  }
+  d.view_size = len > d.phase ? (len - 1 - d.phase) / d.stride + 1 : 0;
+  if (d.view_size < std::max(d.q0, d.q1)) {
+    d.route = SampledDecision::kNoView;
+    return d;
+  }
+
+  // Phase 1, proposal: one histogram over the view, one scan for both ranks.
+  std::array<int64_t, kCoarseBins> histogram{};
+  for (int64_t i = d.phase; i < len; i += d.stride) ++histogram[coarse_key(row[i])];
+  d.primary_bin = proposal_bin(histogram, d.q0);
+  d.secondary_bin = proposal_bin(histogram, d.q1);
+
+  // Phase 2, certification: a full pass admitting every x in tau0 or above.
+  d.primary_admitted = count_at_or_above(row, len, d.primary_bin);
+  if (d.primary_admitted >= k) {
+    d.route = SampledDecision::kPrimary;
+    return d;
+  }
+  // Phase 3, band (underfill only): add [tau1, tau0); the count is the whole candidate set.
+  d.band_admitted = count_at_or_above(row, len, d.secondary_bin);
+  d.route = d.band_admitted >= k ? SampledDecision::kBand : SampledDecision::kExact;
+  return d;
+}
+
+}  // namespace sgtopk::reference

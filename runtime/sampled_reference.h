@@ -1,0 +1,89 @@
+// The CPU reference of the sampled route's decisions (ALGORITHM.md, "Phases
+// of the sampled route"; paper section 4): which view a row samples, the
+// proposed boundary bins tau0 / tau1, how many elements the certification and
+// band passes admit, and which route the row takes. A pure function of the
+// row, its id and the policy: the GPU kernel must reach the same decisions,
+// and `sgtopk simulate` reports them over the row families.
+//
+// It decides the route only; the selection itself is reference::select_row.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/policy.h"
+
+namespace sgtopk::reference {
+
+// View stride s of a row of length `len`: stride_wide when
+// len >= wide_row_threshold, else stride_narrow.
+int sample_stride(int64_t len, const SelectSampledPolicy& policy);
+
+// Phase a_r in [0, stride) of the view i = a_r, a_r + s, a_r + 2s, ... < len.
+// It varies with the row so that a periodic structure in the scores cannot
+// hide from every row's view at once:
+//   a_r = (uint32_t)((row_id * 0x9E3779B97F4A7C15) mod 2^64 >> 40) % stride
+// (Fibonacci hashing: the top 24 bits of the 64-bit product, then mod s). The
+// GPU kernel uses the same formula with the same row id (the row's index in
+// the launch). stride <= 1 gives 0.
+uint32_t sample_phase(uint64_t row_id, int stride);
+
+// Sample rank q = ceil(margin * k / stride): the view count whose boundary is
+// proposed. Computed in long double, and a quotient within a relative 1e-12
+// of an integer counts as that integer, so margins written in decimal
+// (1.5 * 2048 / 128 = 24, 1.75 * 2048 / 64 = 56, 1.1 * 1000 / 10 = 110) are
+// not bumped by one by the rounding of the double margin. k <= 0 or
+// stride <= 0 gives 0. The host computes q0 and q1 and hands them to the
+// kernel, so the GPU never repeats this arithmetic.
+int64_t sample_rank(double margin, int k, int stride);
+
+// Which route one row takes, and the counts behind the decision.
+struct SampledDecision {
+  enum Route {
+    kShort,    // len <= k: every valid index is output, no selection needed
+    kNoView,   // the view holds fewer than q1 (or q0) samples: exact route
+    kPrimary,  // certified by the primary proposal: tau0 admits >= k
+    kBand,     // primary underfilled; tau0 plus the band [tau1, tau0) admits >= k
+    kExact,    // both underfilled: exact coarse route (recovery)
+  };
+  Route route = kShort;
+  int stride = 0;              // s
+  uint32_t phase = 0;          // a_r
+  int64_t q0 = 0, q1 = 0;      // sample ranks of primary_margin, secondary_margin
+  int64_t view_size = 0;       // #{a_r + j*s < len}
+  uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)
+  uint32_t secondary_bin = 0;  // tau1 <= tau0 (likewise)
+  int64_t primary_admitted = 0;  // #{x in row : coarse_key(x) >= tau0} (computed unless kShort / kNoView)
+  int64_t band_admitted = 0;     // #{x in row : coarse_key(x) >= tau1}: the whole candidate set after the
+                                 // band pass, primary included (computed for kBand and kExact only)
+  // The candidates handed to refinement: primary_admitted (kPrimary),
+  // band_admitted (kBand), else 0.
+  int64_t admitted() const {
+    return route == kPrimary ? primary_admitted : route == kBand ? band_admitted : 0;
+  }
+};
+
+// Lower-case name of a route ("short", "no_view", "primary", "band", "exact").
+const char* route_name(SampledDecision::Route route);
+
+// The sampled route's decisions for one row of `len` scores (k >= 1):
+//  1. Proposal: histogram coarse_key over the view (2048 bins); scanning from
+//     the top bin down, tau0 is the first (highest) bin at which the
+//     cumulative sample count reaches q0, tau1 likewise for q1 (so
+//     tau1 <= tau0). A view with fewer than q1 samples is kNoView.
+//  2. Certification: primary_admitted = #{x : coarse_key(x) >= tau0};
+//     >= k -> kPrimary.
+//  3. Band: band_admitted = #{x : coarse_key(x) >= tau1}; >= k -> kBand.
+//  4. Otherwise kExact.
+// NaN (coarse bin 0) is never admitted: the certification pass compares
+// x >= coarse_bin_lower_endpoint(tau), which is false for NaN. So a scan that
+// reaches its rank only by counting NaN samples stops at
+// kCoarseKeyMinNumber (-inf's bin) instead, admitting every number; a row
+// whose top-k needs NaN then underfills and is recovered by the exact route.
+// With that, for every x and both bins,
+//   x >= coarse_bin_lower_endpoint(tau)  <=>  coarse_key(x) >= tau,
+// and a certified admitted set contains the whole top-k (lemma 4.1: coarse_key
+// is monotone, so every admitted value >= every excluded value).
+SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint64_t row_id,
+                                     const SelectSampledPolicy& policy);
+
+}  // namespace sgtopk::reference

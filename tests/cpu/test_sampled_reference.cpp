@@ -1,0 +1,322 @@
+// The sampled route's reference decisions (runtime/sampled_reference.h):
+// sample ranks, phases, the proposal scan, hand-built rows that force each
+// route, and lemma 4.1 (a certified admitted set contains the top-k) over
+// every row family.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/reference.h"
+#include "runtime/sampled_reference.h"
+#include "support/test_support.h"
+
+namespace {
+
+using namespace sgtopk::reference;
+using sgtopk::SelectSampledPolicy;
+using sgtopk::testing::RowFamily;
+
+// A policy with one stride for every row length.
+SelectSampledPolicy policy_with(int stride, double primary_margin = 1.5, double secondary_margin = 1.75) {
+  SelectSampledPolicy p;
+  p.stride_wide = stride;
+  p.stride_narrow = stride;
+  p.primary_margin = primary_margin;
+  p.secondary_margin = secondary_margin;
+  return p;
+}
+
+// Indices of the view of a row: phase, phase + s, ... < len.
+std::set<int64_t> view_of(int64_t len, uint32_t phase, int stride) {
+  std::set<int64_t> v;
+  for (int64_t i = phase; i < len; i += stride) v.insert(i);
+  return v;
+}
+
+int64_t count_at_or_above(const std::vector<float>& row, uint32_t bin) {
+  return std::count_if(row.begin(), row.end(), [&](float x) { return coarse_key(x) >= bin; });
+}
+
+// -------------------------------------------------------- stride, rank ----
+
+TEST(SampledReference, StrideFollowsTheWideRowThreshold) {
+  const SelectSampledPolicy p;  // defaults: 128 at >= 131072, else 64
+  EXPECT_EQ(sample_stride(131072, p), 128);
+  EXPECT_EQ(sample_stride(1 << 20, p), 128);
+  EXPECT_EQ(sample_stride(131071, p), 64);
+  EXPECT_EQ(sample_stride(0, p), 64);
+}
+
+TEST(SampledReference, SampleRankIsACeilingThatDoesNotBumpExactIntegers) {
+  EXPECT_EQ(sample_rank(1.5, 2048, 128), 24);
+  EXPECT_EQ(sample_rank(1.75, 2048, 128), 28);
+  EXPECT_EQ(sample_rank(1.5, 2048, 64), 48);
+  EXPECT_EQ(sample_rank(1.75, 2048, 64), 56);
+  EXPECT_EQ(sample_rank(1.1, 1000, 10), 110);   // 1.1 is 1.100000000000000088 as a double
+  EXPECT_EQ(sample_rank(1.3, 100, 13), 10);     // 130 / 13
+  EXPECT_EQ(sample_rank(1.5, 2047, 128), 24);   // 23.99 -> 24
+  EXPECT_EQ(sample_rank(1.5, 2049, 128), 25);   // 24.01 -> 25
+  EXPECT_EQ(sample_rank(1.5, 1, 128), 1);       // never 0 for k >= 1
+  EXPECT_EQ(sample_rank(1.0, 1, 1), 1);
+  EXPECT_EQ(sample_rank(8.0, 8192, 1), 65536);
+  EXPECT_EQ(sample_rank(1.75, 8192, 4096), 4);  // 3.5 -> 4
+  EXPECT_EQ(sample_rank(1.5, 0, 128), 0);
+  EXPECT_EQ(sample_rank(1.5, 2048, 0), 0);
+}
+
+TEST(SampledReference, PhaseIsTheDocumentedHashInRangeAndRowDependent) {
+  for (int stride : {1, 2, 64, 128, 4096}) {
+    std::set<uint32_t> seen;
+    for (uint64_t row = 0; row < 4096; ++row) {
+      const uint32_t a = sample_phase(row, stride);
+      ASSERT_LT(a, static_cast<uint32_t>(stride)) << "row " << row;
+      ASSERT_EQ(a, static_cast<uint32_t>((row * 0x9E3779B97F4A7C15ull) >> 40) % static_cast<uint32_t>(stride));
+      seen.insert(a);
+    }
+    // A periodic structure cannot hide from every row: the phases cover every
+    // residue of the paper's strides (and most of a huge one).
+    if (stride <= 128) EXPECT_EQ(seen.size(), static_cast<size_t>(stride)) << "stride " << stride;
+    else EXPECT_GT(seen.size(), static_cast<size_t>(stride) / 2) << "stride " << stride;
+  }
+  EXPECT_NE(sample_phase(1, 128), sample_phase(2, 128));
+  EXPECT_EQ(sample_phase(12345, 128), sample_phase(12345, 128));
+  EXPECT_EQ(sample_phase(7, 0), 0u);
+}
+
+// --------------------------------------------------------------- routes ----
+
+TEST(SampledReference, RowsNoLongerThanKAreShort) {
+  std::vector<float> row(256, 1.0f);
+  const auto d = decide_sampled_route(row.data(), 256, 256, 0, policy_with(64));
+  EXPECT_EQ(d.route, SampledDecision::kShort);
+  EXPECT_EQ(d.admitted(), 0);
+  EXPECT_EQ(decide_sampled_route(row.data(), 0, 1, 0, policy_with(64)).route, SampledDecision::kShort);
+}
+
+TEST(SampledReference, AViewSmallerThanQ1GoesExact) {
+  // k = 256, s = 64: q0 = 6, q1 = 7. A row of 400 has a view of 6 or 7 samples.
+  std::vector<float> row(400, 0.5f);
+  const auto p = policy_with(64);
+  for (uint64_t id = 0; id < 64; ++id) {
+    const auto d = decide_sampled_route(row.data(), 400, 256, id, p);
+    EXPECT_EQ(d.q0, 6);
+    EXPECT_EQ(d.q1, 7);
+    EXPECT_EQ(d.view_size, static_cast<int64_t>(view_of(400, d.phase, 64).size()));
+    if (d.view_size < 7) {
+      EXPECT_EQ(d.route, SampledDecision::kNoView) << "phase " << d.phase;
+    } else {
+      EXPECT_EQ(d.route, SampledDecision::kPrimary) << "phase " << d.phase;  // all equal: tau0 admits all
+    }
+  }
+  // A stride longer than the row and a phase past its end: an empty view.
+  uint64_t id = 0;
+  while (sample_phase(id, 4096) < 400) ++id;
+  const auto d = decide_sampled_route(row.data(), 400, 256, id, policy_with(4096));
+  EXPECT_EQ(d.q1, 1);
+  EXPECT_EQ(d.view_size, 0);
+  EXPECT_EQ(d.route, SampledDecision::kNoView);
+}
+
+TEST(SampledReference, IidUniformRowIsCertifiedByThePrimaryProposal) {
+  SGTOPK_SEEDED_RNG(rng, "uniform");
+  const int k = 256;
+  const int64_t len = 64000;
+  const auto row = sgtopk::testing::make_row(RowFamily::kUniform, len, k, rng);
+  const auto d = decide_sampled_route(row.data(), len, k, 5, policy_with(64, 4.0, 5.0));  // generous margins
+  EXPECT_EQ(d.route, SampledDecision::kPrimary);
+  EXPECT_GE(d.primary_admitted, k);
+  EXPECT_LT(d.primary_admitted, 10 * k);  // and not the whole row
+  EXPECT_EQ(d.admitted(), d.primary_admitted);
+}
+
+TEST(SampledReference, PrimaryUnderfillRecoveredByTheBand) {
+  // k = 256, s = 64: q0 = 6, q1 = 7. The view sees six 10s (all the 10s of the
+  // row) and one 5; the row holds 301 fives. tau0 = bin(10) admits 6 < k;
+  // tau1 = bin(5) admits 307 >= k.
+  const int k = 256, s = 64;
+  const int64_t len = 64000;
+  const uint64_t id = 9;
+  const uint32_t a = sample_phase(id, s);
+  std::vector<float> row(static_cast<size_t>(len), 0.0f);
+  for (int j = 0; j < 6; ++j) row[static_cast<size_t>(a + j * s)] = 10.0f;
+  row[static_cast<size_t>(a + 6 * s)] = 5.0f;
+  int placed = 0;
+  for (int64_t i = 0; i < len && placed < 300; ++i) {
+    if (i % s != a) {
+      row[static_cast<size_t>(i)] = 5.0f;
+      ++placed;
+    }
+  }
+  const auto d = decide_sampled_route(row.data(), len, k, id, policy_with(s));
+  EXPECT_EQ(d.route, SampledDecision::kBand);
+  EXPECT_EQ(d.primary_bin, coarse_key(10.0f));
+  EXPECT_EQ(d.secondary_bin, coarse_key(5.0f));
+  EXPECT_EQ(d.primary_admitted, 6);
+  EXPECT_EQ(d.band_admitted, 307);
+  EXPECT_EQ(d.admitted(), 307);
+}
+
+TEST(SampledReference, TopKHiddenFromTheViewGoesExact) {
+  // The view sees seven 10s, then only -1s; the rest of the top-k (fives) lie
+  // at indices the view never samples. Both proposals land on bin(10), which
+  // admits 7 < k: recovery by the exact route.
+  const int k = 256, s = 64;
+  const int64_t len = 64000;
+  const uint64_t id = 77;
+  const uint32_t a = sample_phase(id, s);
+  std::vector<float> row(static_cast<size_t>(len), -1.0f);
+  for (int j = 0; j < 7; ++j) row[static_cast<size_t>(a + j * s)] = 10.0f;
+  int placed = 0;
+  for (int64_t i = 0; i < len && placed < k; ++i) {
+    if (i % s != a) {
+      row[static_cast<size_t>(i)] = 5.0f;
+      ++placed;
+    }
+  }
+  const auto d = decide_sampled_route(row.data(), len, k, id, policy_with(s));
+  EXPECT_EQ(d.route, SampledDecision::kExact);
+  EXPECT_EQ(d.primary_bin, coarse_key(10.0f));
+  EXPECT_EQ(d.secondary_bin, coarse_key(10.0f));
+  EXPECT_EQ(d.primary_admitted, 7);
+  EXPECT_EQ(d.band_admitted, 7);
+  EXPECT_EQ(d.admitted(), 0);
+  // Another row id samples another phase, sees the fives, and is certified.
+  const auto other = decide_sampled_route(row.data(), len, k, id + 1, policy_with(s));
+  ASSERT_NE(other.phase, a);
+  EXPECT_EQ(other.route, SampledDecision::kPrimary);
+}
+
+TEST(SampledReference, NaNIsNeverAdmitted) {
+  const int k = 64, s = 8;
+  const int64_t len = 4096;
+  // All NaN: the scans stop at -inf's bin, nothing is admitted, recovery.
+  std::vector<float> nan_row(static_cast<size_t>(len), std::nanf(""));
+  auto d = decide_sampled_route(nan_row.data(), len, k, 1, policy_with(s));
+  EXPECT_EQ(d.route, SampledDecision::kExact);
+  EXPECT_EQ(d.primary_bin, kCoarseKeyMinNumber);
+  EXPECT_EQ(d.primary_admitted, 0);
+  // Mostly NaN, the numbers (enough for the top-k) off the view: the view's
+  // ranks are reached only by NaN samples, so tau0 is -inf's bin and every
+  // number is admitted.
+  const uint32_t a = sample_phase(1, s);
+  std::vector<float> row = nan_row;
+  for (int64_t i = 0; i + s <= len; i += 2 * s) row[static_cast<size_t>(i + (a + 1) % s)] = -static_cast<float>(i);
+  d = decide_sampled_route(row.data(), len, k, 1, policy_with(s));
+  EXPECT_EQ(d.primary_bin, kCoarseKeyMinNumber);
+  EXPECT_EQ(d.route, SampledDecision::kPrimary);
+  EXPECT_EQ(d.primary_admitted, len / 16);
+}
+
+TEST(SampledReference, TheScanFindsTheHighestBinReachingTheRank) {
+  SGTOPK_SEEDED_RNG(rng, "scan");
+  for (RowFamily f : sgtopk::testing::all_row_families()) {
+    SCOPED_TRACE(sgtopk::testing::family_name(f));
+    const int k = 512;
+    const int64_t len = 40000;
+    const auto row = sgtopk::testing::make_row(f, len, k, rng);
+    const auto d = decide_sampled_route(row.data(), len, k, rng() % 1000, policy_with(32));
+    ASSERT_NE(d.route, SampledDecision::kNoView);
+    std::vector<float> view;
+    for (int64_t i : view_of(len, d.phase, 32)) view.push_back(row[static_cast<size_t>(i)]);
+    ASSERT_EQ(static_cast<int64_t>(view.size()), d.view_size);
+    EXPECT_LE(d.secondary_bin, d.primary_bin);
+    for (auto [bin, q] : {std::pair{d.primary_bin, d.q0}, std::pair{d.secondary_bin, d.q1}}) {
+      ASSERT_GE(bin, kCoarseKeyMinNumber);
+      if (bin > kCoarseKeyMinNumber) EXPECT_GE(count_at_or_above(view, bin), q) << "bin " << bin;
+      if (bin + 1 < kCoarseBins) EXPECT_LT(count_at_or_above(view, bin + 1), q) << "bin " << bin;
+    }
+  }
+}
+
+TEST(SampledReference, Deterministic) {
+  SGTOPK_SEEDED_RNG(rng, "determinism");
+  const auto row = sgtopk::testing::make_row(RowFamily::kIndexerLike, 150000, 2048, rng);
+  const SelectSampledPolicy p;
+  const auto a = decide_sampled_route(row.data(), 150000, 2048, 42, p);
+  const auto b = decide_sampled_route(row.data(), 150000, 2048, 42, p);
+  EXPECT_EQ(a.route, b.route);
+  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.stride, 128);
+  EXPECT_EQ(a.primary_bin, b.primary_bin);
+  EXPECT_EQ(a.secondary_bin, b.secondary_bin);
+  EXPECT_EQ(a.primary_admitted, b.primary_admitted);
+  EXPECT_EQ(a.band_admitted, b.band_admitted);
+  // The same seed gives the same row, hence the same decision.
+  std::mt19937_64 r1(123), r2(123);
+  EXPECT_EQ(sgtopk::testing::make_row(RowFamily::kPeriodic128, 5000, 64, r1),
+            sgtopk::testing::make_row(RowFamily::kPeriodic128, 5000, 64, r2));
+}
+
+// --------------------------------------------------------- lemma 4.1 ----
+
+// For every family and several shapes: a certified admitted set contains the
+// reference top-k, and the endpoint comparison of the certification pass
+// admits exactly the coarse-key set.
+TEST(SampledReference, CertifiedAdmittedSetContainsTheTopK) {
+  SGTOPK_SEEDED_RNG(rng, "lemma");
+  struct Shape {
+    int64_t len;
+    int k;
+    int stride;
+    double rho0, rho1;
+  };
+  const Shape shapes[] = {{20000, 256, 64, 1.5, 1.75}, {50000, 2048, 16, 1.5, 1.75},
+                          {140000, 2048, 128, 1.5, 1.75}, {30000, 100, 8, 1.0, 1.0},
+                          {70000, 1024, 64, 1.2, 3.0}};
+  int certified = 0;
+  for (RowFamily f : sgtopk::testing::all_row_families()) {
+    SCOPED_TRACE(sgtopk::testing::family_name(f));
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE("len " + std::to_string(sh.len) + " k " + std::to_string(sh.k) + " stride " +
+                   std::to_string(sh.stride) + " margins " + std::to_string(sh.rho0) + "/" + std::to_string(sh.rho1));
+      const auto row = sgtopk::testing::make_row(f, sh.len, sh.k, rng);
+      const uint64_t id = rng() % 100000;
+      const auto d = decide_sampled_route(row.data(), sh.len, sh.k, id, policy_with(sh.stride, sh.rho0, sh.rho1));
+      ASSERT_NE(d.route, SampledDecision::kShort);
+      if (d.route == SampledDecision::kNoView) continue;
+      // Endpoint comparison == coarse-key comparison, for both bins, element by element.
+      for (uint32_t bin : {d.primary_bin, d.secondary_bin}) {
+        const float endpoint = coarse_bin_lower_endpoint(bin);
+        for (size_t i = 0; i < row.size(); ++i) {
+          ASSERT_EQ(row[i] >= endpoint, coarse_key(row[i]) >= bin)
+              << "index " << i << " value " << row[i] << " bin " << bin << " endpoint " << endpoint;
+        }
+      }
+      EXPECT_EQ(d.primary_admitted, count_at_or_above(row, d.primary_bin));
+      if (d.route == SampledDecision::kPrimary) {
+        EXPECT_GE(d.primary_admitted, sh.k);
+      } else {
+        EXPECT_LT(d.primary_admitted, sh.k);
+        EXPECT_EQ(d.band_admitted, count_at_or_above(row, d.secondary_bin));
+        EXPECT_EQ(d.route == SampledDecision::kBand, d.band_admitted >= sh.k);
+      }
+      if (d.route != SampledDecision::kPrimary && d.route != SampledDecision::kBand) continue;
+      ++certified;
+      const uint32_t tau = d.route == SampledDecision::kPrimary ? d.primary_bin : d.secondary_bin;
+      for (int32_t i : select_row(row.data(), sh.len, sh.k)) {
+        ASSERT_GE(coarse_key(row[static_cast<size_t>(i)]), tau)
+            << "top-k index " << i << " (value " << row[static_cast<size_t>(i)] << ") is not admitted";
+      }
+    }
+  }
+  EXPECT_GT(certified, 40);  // the lemma was exercised, not skipped
+}
+
+// ------------------------------------------------------- row families ----
+
+TEST(RowFamilies, NamesRoundTrip) {
+  for (RowFamily f : sgtopk::testing::all_row_families()) {
+    const auto back = sgtopk::testing::family_from_name(sgtopk::testing::family_name(f));
+    ASSERT_TRUE(back.has_value()) << sgtopk::testing::family_name(f);
+    EXPECT_EQ(*back, f);
+  }
+  EXPECT_FALSE(sgtopk::testing::family_from_name("no_such_family").has_value());
+  EXPECT_FALSE(sgtopk::testing::family_from_name("").has_value());
+  EXPECT_FALSE(sgtopk::testing::family_from_name("Uniform").has_value());
+}
+
+}  // namespace
