@@ -4,9 +4,11 @@
 //   sgtopk prewarm MANIFEST.toml [--jobs N]          compile every plan of a deployment manifest into the cache
 //   sgtopk env                                       environment variables, cache and driver status
 //   sgtopk selftest [problem options]                on a GPU: compile, run, verify against the CPU reference, time
+//   sgtopk simulate [--family NAME|all] [--causal]   CPU only: the sampled route's decisions over the row families
 //
 // It goes through the public C API for everything a user could do, and
-// reaches into the library only for the CPU reference and device memory.
+// reaches into the library only for the CPU reference, the row families, the
+// policy file and device memory.
 #include <sgtopk/sgtopk.h>
 
 #include <toml++/toml.h>
@@ -27,8 +29,12 @@
 
 #include "cache/kernel_cache.h"
 #include "runtime/driver.h"
+#include "runtime/error.h"
 #include "runtime/knobs.h"
+#include "runtime/policy.h"
 #include "runtime/reference.h"
+#include "runtime/row_families.h"
+#include "runtime/sampled_reference.h"
 
 namespace {
 
@@ -41,6 +47,7 @@ int usage() {
                "  env\n"
                "  selftest [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
                "           [--device D] [--policy FILE]\n"
+               "  simulate [--k N] [--rows R] [--width W] [--family NAME|all] [--policy FILE] [--causal]\n"
                "  version\n");
   return 2;
 }
@@ -98,7 +105,8 @@ bool request_from_table(const toml::table& t, Request* r, std::string* error) {
 
 // Parses --options; returns false (with a message) on a bad one. Positional
 // arguments are collected in `positional`.
-bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std::string>* positional, int* jobs) {
+bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std::string>* positional, int* jobs,
+                   bool* causal = nullptr) {
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* what) -> std::string {
@@ -133,6 +141,7 @@ bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std
     else if (a == "--policy") r->policy_file = value("--policy");
     else if (a == "--family") r->family = value("--family");
     else if (a == "--jobs" && jobs) *jobs = static_cast<int>(number("--jobs", true));
+    else if (a == "--causal" && causal) *causal = true;
     else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "sgtopk: unknown option %s\n", a.c_str());
       return false;
@@ -429,6 +438,152 @@ int cmd_selftest(int argc, char** argv) {
   }
 }
 
+
+// --- simulate ---------------------------------------------------------------
+//
+// The sampled route's decisions (reference::decide_sampled_route) over rows of
+// the library's row families, on the CPU: how often a row is certified by the
+// primary proposal, needs the band pass, or falls back to the exact route, and
+// how many candidates certification admits. It predicts the sampled family's
+// traffic (ALGORITHM.md, table 2) before any kernel runs.
+
+using sgtopk::reference::SampledDecision;
+
+struct RouteTally {
+  int64_t rows = 0, short_rows = 0, primary = 0, band = 0, exact = 0;  // exact includes no-view
+  int64_t certified_admitted = 0;  // sum of the candidates of primary and band rows
+  int stride_min = INT_MAX, stride_max = 0;
+
+  void add(const SampledDecision& d) {
+    ++rows;
+    switch (d.route) {
+      case SampledDecision::kShort: ++short_rows; return;  // no view, no stride: nothing is sampled
+      case SampledDecision::kPrimary: ++primary; break;
+      case SampledDecision::kBand: ++band; break;
+      case SampledDecision::kNoView:
+      case SampledDecision::kExact: ++exact; break;
+    }
+    certified_admitted += d.admitted();
+    stride_min = std::min(stride_min, d.stride);
+    stride_max = std::max(stride_max, d.stride);
+  }
+  void merge(const RouteTally& o) {
+    rows += o.rows;
+    short_rows += o.short_rows;
+    primary += o.primary;
+    band += o.band;
+    exact += o.exact;
+    certified_admitted += o.certified_admitted;
+    stride_min = std::min(stride_min, o.stride_min);
+    stride_max = std::max(stride_max, o.stride_max);
+  }
+};
+
+void print_tally(const char* name, const RouteTally& t, int k) {
+  auto pct = [&](int64_t n) { return t.rows ? 100.0 * static_cast<double>(n) / static_cast<double>(t.rows) : 0.0; };
+  const int64_t certified = t.primary + t.band;
+  char admitted[32] = "-";
+  if (certified > 0) {
+    std::snprintf(admitted, sizeof admitted, "%.2f",
+                  static_cast<double>(t.certified_admitted) / static_cast<double>(certified) / k);
+  }
+  char stride[32] = "-";
+  if (t.stride_max > 0) {
+    if (t.stride_min == t.stride_max) std::snprintf(stride, sizeof stride, "%d", t.stride_max);
+    else std::snprintf(stride, sizeof stride, "%d/%d", t.stride_min, t.stride_max);
+  }
+  std::printf("%-20s %6lld %8.1f %6.1f %6.1f %6.1f %11s %7s\n", name, static_cast<long long>(t.rows), pct(t.primary),
+              pct(t.band), pct(t.exact), pct(t.short_rows), admitted, stride);
+}
+
+int cmd_simulate(int argc, char** argv) {
+  Request r;
+  r.problem.k = 2048;
+  r.problem.rows = 256;
+  r.problem.width = 262144;
+  bool causal = false;
+  std::vector<std::string> positional;
+  if (!parse_options(argc, argv, 2, &r, &positional, nullptr, &causal) || !positional.empty()) return usage();
+  const int k = r.problem.k;
+  const int64_t rows = r.problem.rows, width = r.problem.width;
+  if (k < 1 || rows < 1 || width < 1) {
+    std::fprintf(stderr, "sgtopk: simulate needs --k, --rows and --width of at least 1\n");
+    return 2;
+  }
+
+  namespace rf = sgtopk::rows;
+  std::vector<rf::RowFamily> families;
+  const std::string family = r.family.empty() ? "indexer_like" : r.family;
+  if (family == "all") {
+    families = rf::all_row_families();
+  } else if (auto f = rf::family_from_name(family)) {
+    families.push_back(*f);
+  } else {
+    std::string known;
+    for (rf::RowFamily g : rf::all_row_families()) known += std::string(rf::family_name(g)) + ", ";
+    std::fprintf(stderr, "sgtopk: unknown row family '%s' (known: %sall)\n", family.c_str(), known.c_str());
+    return 2;
+  }
+
+  sgtopk::Policy policy = sgtopk::Policy::defaults();
+  if (!r.policy_file.empty()) {
+    try {
+      policy = sgtopk::parse_policy_file(r.policy_file);
+    } catch (const sgtopk::Error& e) {
+      std::fprintf(stderr, "sgtopk: %s\n", e.what());
+      return 2;
+    }
+  }
+  const sgtopk::SelectSampledPolicy& sp = policy.sampled;
+
+  // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
+  auto length_of = [&](int64_t i) { return causal ? std::max<int64_t>(0, width - rows + 1 + i) : width; };
+  std::printf("simulate: K=%d, %lld %s of length %lld..%lld; stride %d for rows >= %lld wide, else %d; "
+              "margins %.3g (primary) / %.3g (band)\n",
+              k, static_cast<long long>(rows), causal ? "causal rows" : "rows", static_cast<long long>(length_of(0)),
+              static_cast<long long>(length_of(rows - 1)), sp.stride_wide, static_cast<long long>(sp.wide_row_threshold),
+              sp.stride_narrow, sp.primary_margin, sp.secondary_margin);
+
+  // Each (family, row) gets its own seed, from the family's identity and the
+  // row index, so a family's rows are the same alone or within `all`.
+  auto seed_of = [](rf::RowFamily f, int64_t i) {
+    return 0x5eed2026c0ffee11ull ^ (static_cast<uint64_t>(f) + 1) * 0x9E3779B97F4A7C15ull ^
+           static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
+  };
+  const size_t tasks = families.size() * static_cast<size_t>(rows);
+  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), tasks);
+  std::vector<std::vector<RouteTally>> partial(threads, std::vector<RouteTally>(families.size()));
+  std::atomic<size_t> next{0};
+  auto worker = [&](size_t t) {
+    for (size_t task = next++; task < tasks; task = next++) {
+      const size_t fi = task / static_cast<size_t>(rows);
+      const int64_t i = static_cast<int64_t>(task % static_cast<size_t>(rows));
+      std::mt19937_64 rng(seed_of(families[fi], i));
+      const int64_t len = length_of(i);
+      const std::vector<float> row = rf::make_row(families[fi], len, k, rng);
+      // The row id is the row's index in the launch, as on the GPU.
+      partial[t][fi].add(sgtopk::reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), sp));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+
+  std::printf("%-20s %6s %8s %6s %6s %6s %11s %7s\n", "family", "rows", "primary%", "band%", "exact%", "short%",
+              "admitted/K", "stride");
+  RouteTally total;
+  for (size_t fi = 0; fi < families.size(); ++fi) {
+    RouteTally t;
+    for (const auto& p : partial) t.merge(p[fi]);
+    print_tally(rf::family_name(families[fi]), t, k);
+    total.merge(t);
+  }
+  if (families.size() > 1) print_tally("all", total, k);
+  std::printf("exact%% includes rows whose view is too small (no view); short: len <= K, nothing to select; "
+              "admitted/K: mean candidates over the certified (primary + band) rows.\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -438,6 +593,7 @@ int main(int argc, char** argv) {
   if (command == "prewarm") return cmd_prewarm(argc, argv);
   if (command == "env") return cmd_env();
   if (command == "selftest") return cmd_selftest(argc, argv);
+  if (command == "simulate") return cmd_simulate(argc, argv);
   if (command == "version" || command == "--version") {
     std::printf("sgtopk %s\n", sgtopk_version_string());
     return 0;

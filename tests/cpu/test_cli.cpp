@@ -1,6 +1,6 @@
 // The `sgtopk` command-line tool, run as a subprocess: plan, prewarm (cold,
 // warm, after a corrupted entry, bad manifests), env, selftest without a GPU,
-// and the degraded cache modes. Each test has its own cache directory, passed
+// simulate, and the degraded cache modes. Each test has its own cache directory, passed
 // in the command's environment.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -404,6 +404,29 @@ TEST_F(CliTest, SelftestSkipsWithoutAGpu) {
   EXPECT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(std::regex_search(r.out, std::regex("skipped: .*\\S"))) << r.show();
   EXPECT_TRUE(contains(r.out, "no CUDA driver")) << "the reason is given:\n" << r.show();
+}
+
+// -------------------------------------------------------------- simulate ----
+
+TEST_F(CliTest, SimulateReportsTheSampledRoutes) {
+  const CliResult r = run("simulate --rows 8 --width 20000 --k 256 --family uniform");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  for (const char* word : {"primary", "band", "exact", "admitted", "stride"})
+    EXPECT_TRUE(contains(r.out, word)) << word << "\n" << r.show();
+  // One line for the family: 8 rows at the narrow stride (20000 < wide_row_threshold).
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nuniform +8 .* 64\n)"))) << r.show();
+  EXPECT_TRUE(warning_lines(r.all()).empty()) << r.show();
+  // Deterministic: a second run prints the same.
+  const CliResult again = run("simulate --rows 8 --width 20000 --k 256 --family uniform");
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST_F(CliTest, SimulateRejectsAnUnknownFamilyNamingTheKnownOnes) {
+  const CliResult r = run("simulate --rows 8 --width 20000 --k 256 --family no_such_family");
+  EXPECT_EQ(r.exit_code, 2) << r.show();
+  EXPECT_TRUE(contains(r.err, "no_such_family")) << r.show();
+  for (const char* known : {"uniform", "indexer_like", "periodic_128", "all"})
+    EXPECT_TRUE(contains(r.err, known)) << known << "\n" << r.show();
 }
 
 // ------------------------------------------------------ degraded cache ----
