@@ -78,8 +78,8 @@ bool parse_flag_list(const toml::array* flags, uint32_t* out, std::string* error
 // Reads a problem table: k, rows, width, optional pitch, out_pitch, flags, name.
 bool request_from_table(const toml::table& t, Request* r, std::string* error) {
   static const char* known[] = {"name", "k", "rows", "width", "pitch", "out_pitch", "flags", "family"};
-  for (const auto& [key, value] : t) {
-    (void)value;
+  for (const auto& entry : t) {
+    const toml::key& key = entry.first;  // named, not a structured binding: lambdas capture it portably
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }) ==
         std::end(known))
       return *error = "unknown key '" + std::string(key.str()) + "'", false;
