@@ -11,17 +11,7 @@ namespace sgtopk::reference {
 
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
 
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
 
 // (key, index) packed so that a larger value is "better": value desc in
 // contract order, then index asc.
@@ -33,7 +23,7 @@ int64_t index_of(uint64_t k64) { return static_cast<int64_t>(0xFFFFFFFFu - stati
 
 std::string format_value(float x) {
   char buf[64];
-  uint32_t b = bits_of(x);
+  uint32_t b = float_bits(x);
   if (std::isnan(x)) {
     std::snprintf(buf, sizeof buf, "nan(0x%08x)", b);
   } else if (x == 0.0f) {
@@ -91,18 +81,18 @@ uint64_t kth_key64(const std::vector<uint32_t>& keys, int k) {
 }  // namespace
 
 uint32_t ordered_key(float x) {
-  uint32_t b = bits_of(x);
+  uint32_t b = float_bits(x);
   if ((b & 0x7fffffffu) > 0x7f800000u) return 0;  // NaN, any sign or payload
   if (b == 0x80000000u) b = 0;                     // -0 -> +0
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
 float float_from_ordered_key(uint32_t key) {
-  return float_of((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+  return float_from_bits((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
 }
 
 uint16_t float_to_half_bits(float x) {
-  const uint32_t b = bits_of(x);
+  const uint32_t b = float_bits(x);
   const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000u);
   const uint32_t a = b & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN stays NaN
@@ -134,8 +124,8 @@ float half_bits_to_float(uint16_t h) {
     float v = std::ldexp(static_cast<float>(mantissa), -24);
     return sign ? -v : v;
   }
-  if (exponent == 31) return float_of(sign | 0x7f800000u | (mantissa << 13));
-  return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  if (exponent == 31) return float_from_bits(sign | 0x7f800000u | (mantissa << 13));
+  return float_from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
 uint32_t ordered_key16(uint16_t h) {
@@ -150,8 +140,8 @@ uint32_t coarse_key(float x) { return ordered_key16(float_to_half_bits(x)) >> 5;
 float coarse_bin_lower_endpoint(uint32_t bin) {
   constexpr uint32_t kLowest = 0x007fffffu;   // ordered_key(-inf)
   constexpr uint32_t kHighest = 0xff800000u;  // ordered_key(+inf)
-  if (coarse_key(float_of(0xff800000u)) >= bin) return -std::numeric_limits<float>::infinity();
-  if (coarse_key(float_of(0x7f800000u)) < bin) return std::numeric_limits<float>::quiet_NaN();
+  if (coarse_key(float_from_bits(0xff800000u)) >= bin) return -std::numeric_limits<float>::infinity();
+  if (coarse_key(float_from_bits(0x7f800000u)) < bin) return std::numeric_limits<float>::quiet_NaN();
   // coarse_key(float_from_ordered_key(k)) is monotone in k over [kLowest, kHighest]
   // (the one extra key, 0x7fffffff = -0, has the bin of +0). Find the smallest k with
   // coarse key >= bin: invariant ck(lo) < bin <= ck(hi).
@@ -263,15 +253,15 @@ std::string check_select_row(const float* row, int64_t len, int k, const int32_t
   if (values) {
     for (int64_t s = 0; s < n; ++s) {
       const int32_t idx = indices[s];
-      if (bits_of(values[s]) != bits_of(row[idx])) {
-        return slot(s) + "value " + format_value(values[s]) + " (" + hex32(bits_of(values[s])) + ") differs from row[" +
-               std::to_string(idx) + "] = " + format_value(row[idx]) + " (" + hex32(bits_of(row[idx])) + ")";
+      if (float_bits(values[s]) != float_bits(row[idx])) {
+        return slot(s) + "value " + format_value(values[s]) + " (" + hex32(float_bits(values[s])) + ") differs from row[" +
+               std::to_string(idx) + "] = " + format_value(row[idx]) + " (" + hex32(float_bits(row[idx])) + ")";
       }
     }
     for (int64_t s = n; s < k; ++s) {
-      if (bits_of(values[s]) != 0xff800000u) {
+      if (float_bits(values[s]) != 0xff800000u) {
         return slot(s) + "padding value must be -inf, got " + format_value(values[s]) + " (" +
-               hex32(bits_of(values[s])) + ")";
+               hex32(float_bits(values[s])) + ")";
       }
     }
   }

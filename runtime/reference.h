@@ -9,11 +9,16 @@
 // output.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace sgtopk::reference {
+
+// The bits of a float and back (NaN payloads and the sign of zero kept).
+inline uint32_t float_bits(float x) { return std::bit_cast<uint32_t>(x); }
+inline float float_from_bits(uint32_t bits) { return std::bit_cast<float>(bits); }
 
 // Ordered FP32 key: larger key <=> larger value in contract order.
 // -0 is canonicalized to +0; sign set -> ~bits, else bits | 0x80000000;

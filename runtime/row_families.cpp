@@ -3,6 +3,8 @@
 // so a seed gives the same row on every standard library.
 #include "runtime/row_families.h"
 
+#include "runtime/reference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,11 +16,6 @@ namespace sgtopk::rows {
 
 namespace {
 
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -28,7 +25,7 @@ constexpr uint32_t kNaNPatterns[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7f
                                      0xff800001u, 0xffffffffu, 0x7fa5a5a5u, 0xffc0ffeeu};
 
 float random_nan(std::mt19937_64& rng) {
-  return float_of(kNaNPatterns[rng() % (sizeof kNaNPatterns / sizeof kNaNPatterns[0])]);
+  return reference::float_from_bits(kNaNPatterns[rng() % (sizeof kNaNPatterns / sizeof kNaNPatterns[0])]);
 }
 
 float uniform(std::mt19937_64& rng, float lo, float hi) {
@@ -172,13 +169,13 @@ std::vector<float> make_row(RowFamily family, int64_t len, int k, std::mt19937_6
       const float below = base == 0xbf400000u ? -2.0f : 0.5f;
       fill([&] {
         if (coin(rng, 0.1)) return uniform(rng, below - 1.0f, below);
-        return float_of(base | static_cast<uint32_t>(rng() & 0x7ffu));
+        return reference::float_from_bits(base | static_cast<uint32_t>(rng() & 0x7ffu));
       });
       break;
     }
     case RowFamily::kFp16Overflow: {
-      const float edges[] = {65504.0f,  float_of(0x477fe001u), float_of(0x477fefffu) /* 65519.996 */,
-                             65520.0f,  float_of(0x477ff001u), 65536.0f,
+      const float edges[] = {65504.0f,  reference::float_from_bits(0x477fe001u), reference::float_from_bits(0x477fefffu) /* 65519.996 */,
+                             65520.0f,  reference::float_from_bits(0x477ff001u), 65536.0f,
                              1.0e5f,    3.4e38f,               std::numeric_limits<float>::max()};
       fill([&]() -> float {
         if (coin(rng, 0.3)) {
@@ -192,14 +189,14 @@ std::vector<float> make_row(RowFamily family, int64_t len, int k, std::mt19937_6
       break;
     }
     case RowFamily::kTinySubnormal: {
-      const float edges[] = {0x1.0p-24f,           0x1.0p-25f,           float_of(0x32ffffffu), float_of(0x33000001u),
-                             0x1.8p-25f /* 3*2^-26 */, 0x1.0p-149f,      float_of(0x007fffffu), 0x1.0p-126f,
+      const float edges[] = {0x1.0p-24f,           0x1.0p-25f,           reference::float_from_bits(0x32ffffffu), reference::float_from_bits(0x33000001u),
+                             0x1.8p-25f /* 3*2^-26 */, 0x1.0p-149f,      reference::float_from_bits(0x007fffffu), 0x1.0p-126f,
                              0.0f};
       fill([&]() -> float {
         float m;
         const uint64_t pick = rng() % 3;
         if (pick == 0) m = edges[rng() % (sizeof edges / sizeof edges[0])];
-        else if (pick == 1) m = float_of(static_cast<uint32_t>(rng() % 0x7fffffu) + 1u);  // FP32 subnormal
+        else if (pick == 1) m = reference::float_from_bits(static_cast<uint32_t>(rng() % 0x7fffffu) + 1u);  // FP32 subnormal
         else m = static_cast<float>(std::ldexp(1.0 + static_cast<double>(rng() >> 11) * 0x1.0p-53,
                                               -static_cast<int>(25 + rng() % 100)));
         return coin(rng, 0.5) ? -m : m;

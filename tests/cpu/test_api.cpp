@@ -13,8 +13,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "support/test_support.h"
 
 namespace {
+
+using sgtopk::testing::contains;
 
 sgtopk_problem good_problem() {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
@@ -34,9 +37,6 @@ sgtopk_compile_options compile_only(const char* arch = "sm_90") {
 // A non-null value that sgtopk_compile must overwrite with NULL on failure.
 sgtopk_plan sentinel_plan() { return reinterpret_cast<sgtopk_plan>(static_cast<uintptr_t>(0x1234)); }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 struct Failure {
   sgtopk_status status;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/knobs.h"
+#include "support/test_support.h"
 
 #ifndef SGTOPK_CLI_PATH
 #error "SGTOPK_CLI_PATH must name the built sgtopk CLI"
@@ -34,21 +35,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using sgtopk::testing::contains;
+using sgtopk::testing::read_text;
+using sgtopk::testing::write_text;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << text;
-}
+
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";

@@ -34,11 +34,15 @@
 #include "runtime/policy.h"
 #include "runtime/problem.h"
 #include "runtime/target.h"
+#include "support/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace sgtopk;
 
 namespace {
+
+using sgtopk::testing::contains;
+using sgtopk::testing::read_text;
 
 constexpr int64_t kShortWidth = 5000;          // <= 1024 threads x 16 items: the register path
 constexpr int64_t kLongWidth = int64_t{1} << 20;  // the streaming path
@@ -57,16 +61,7 @@ Plan plan_for(int k, int64_t width, uint32_t flags = 0, const std::string& arch 
 
 CacheKey key_of(const Plan& plan) { return make_cache_key(cache_key_inputs(plan, generate_source(plan))); }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::vector<fs::path> files_under(const fs::path& dir) {
   std::vector<fs::path> out;

@@ -10,19 +10,16 @@
 
 #include "runtime/error.h"
 #include "runtime/policy.h"
+#include "support/test_support.h"
 
 namespace {
+
+using sgtopk::testing::read_text;
 
 using sgtopk::Policy;
 
 const std::string kSource = "test.toml";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A file under the temp directory, removed at the end of the test.
 struct TempFile {

@@ -21,17 +21,7 @@ using sgtopk::testing::RowFamily;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
 
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
 
 // Brute force: every index, full stable sort by (value desc in contract order, index asc).
 std::vector<int32_t> brute_force(const std::vector<float>& row, int k) {
@@ -70,11 +60,11 @@ TEST(ReferenceKey, OrderedKeyOrdersSpecialValues) {
                              -65504.0f,
                              -1.0f,
                              -std::numeric_limits<float>::min(),
-                             -float_of(0x007fffffu),
-                             -float_of(1u),
+                             -float_from_bits(0x007fffffu),
+                             -float_from_bits(1u),
                              0.0f,
-                             float_of(1u),
-                             float_of(0x007fffffu),
+                             float_from_bits(1u),
+                             float_from_bits(0x007fffffu),
                              std::numeric_limits<float>::min(),
                              0x1.0p-24f,
                              1.0f,
@@ -90,7 +80,7 @@ TEST(ReferenceKey, OrderedKeyOrdersSpecialValues) {
   EXPECT_EQ(ordered_key(-kInf), 0x007fffffu);
   EXPECT_EQ(ordered_key(kInf), 0xff800000u);
   for (uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fffffffu, 0xff800001u, 0xffffffffu, 0x7fa5a5a5u}) {
-    EXPECT_EQ(ordered_key(float_of(nan)), 0u) << std::hex << nan;
+    EXPECT_EQ(ordered_key(float_from_bits(nan)), 0u) << std::hex << nan;
   }
   EXPECT_GT(ordered_key(-kInf), 0u);  // no number shares NaN's key
 }
@@ -98,8 +88,8 @@ TEST(ReferenceKey, OrderedKeyOrdersSpecialValues) {
 TEST(ReferenceKey, OrderedKeyMatchesNumericComparisonOnRandomPairs) {
   SGTOPK_SEEDED_RNG(rng, "pairs");
   for (int i = 0; i < 200000; ++i) {
-    float a = float_of(static_cast<uint32_t>(rng()));
-    float b = (i % 4 == 0) ? std::nextafter(a, kInf) : float_of(static_cast<uint32_t>(rng()));
+    float a = float_from_bits(static_cast<uint32_t>(rng()));
+    float b = (i % 4 == 0) ? std::nextafter(a, kInf) : float_from_bits(static_cast<uint32_t>(rng()));
     if (std::isnan(a) || std::isnan(b)) continue;
     ASSERT_EQ(a < b, ordered_key(a) < ordered_key(b)) << a << " " << b;
     ASSERT_EQ(a == b, ordered_key(a) == ordered_key(b)) << a << " " << b;
@@ -109,12 +99,12 @@ TEST(ReferenceKey, OrderedKeyMatchesNumericComparisonOnRandomPairs) {
 TEST(ReferenceKey, FloatFromOrderedKeyInvertsOrderedKey) {
   SGTOPK_SEEDED_RNG(rng, "inverse");
   for (int i = 0; i < 100000; ++i) {
-    float x = float_of(static_cast<uint32_t>(rng()));
+    float x = float_from_bits(static_cast<uint32_t>(rng()));
     if (std::isnan(x) || x == 0.0f) continue;
-    ASSERT_EQ(bits_of(float_from_ordered_key(ordered_key(x))), bits_of(x));
+    ASSERT_EQ(float_bits(float_from_ordered_key(ordered_key(x))), float_bits(x));
   }
-  EXPECT_EQ(bits_of(float_from_ordered_key(0x80000000u)), 0u);
-  EXPECT_EQ(bits_of(float_from_ordered_key(0x7fffffffu)), 0x80000000u);
+  EXPECT_EQ(float_bits(float_from_ordered_key(0x80000000u)), 0u);
+  EXPECT_EQ(float_bits(float_from_ordered_key(0x7fffffffu)), 0x80000000u);
   EXPECT_EQ(float_from_ordered_key(0x007fffffu), -kInf);
   EXPECT_EQ(float_from_ordered_key(0xff800000u), kInf);
 }
@@ -126,7 +116,7 @@ TEST(ReferenceKey, HalfRoundingEdges) {
   EXPECT_EQ(float_to_half_bits(std::nextafter(1.0f + 0x1.0p-11f, 2.0f)), 0x3c01u);
   EXPECT_EQ(float_to_half_bits(2047.0f / 1024.0f + 0x1.0p-11f), 0x4000u);  // carry into the exponent
   EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bffu);
-  EXPECT_EQ(float_to_half_bits(float_of(0x477fefffu)), 0x7bffu);   // 65519.996
+  EXPECT_EQ(float_to_half_bits(float_from_bits(0x477fefffu)), 0x7bffu);   // 65519.996
   EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00u);                // tie rounds to even = inf
   EXPECT_EQ(float_to_half_bits(-65520.0f), 0xfc00u);
   EXPECT_EQ(float_to_half_bits(3.0e38f), 0x7c00u);
@@ -140,9 +130,9 @@ TEST(ReferenceKey, HalfRoundingEdges) {
   EXPECT_EQ(float_to_half_bits(0x1.8p-24f), 0x0002u);              // 1.5 ulp: tie, to even (2)
   EXPECT_EQ(float_to_half_bits(0x1.8p-23f), 0x0003u);              // exactly 3 ulp
   EXPECT_EQ(float_to_half_bits(-0x1.0p-26f), 0x8000u);
-  EXPECT_EQ(float_to_half_bits(float_of(1u)), 0x0000u);
+  EXPECT_EQ(float_to_half_bits(float_from_bits(1u)), 0x0000u);
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000u);
-  const uint16_t nan_half = float_to_half_bits(float_of(0x7f800001u));
+  const uint16_t nan_half = float_to_half_bits(float_from_bits(0x7f800001u));
   EXPECT_GT(nan_half & 0x7fffu, 0x7c00u);
   EXPECT_EQ(ordered_key16(nan_half), 0u);
   // Every non-NaN half survives a round trip through float.
@@ -156,7 +146,7 @@ TEST(ReferenceKey, HalfRoundingEdges) {
 TEST(ReferenceKey, HalfRoundingMatchesCompilerFloat16) {
   // Cross-check against the compiler's own conversion where it exists (the library does not depend on it).
   for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) {
-    const float x = float_of(static_cast<uint32_t>(b));
+    const float x = float_from_bits(static_cast<uint32_t>(b));
     if (std::isnan(x)) continue;
     __extension__ _Float16 h = static_cast<_Float16>(x);
     uint16_t hb;
@@ -167,20 +157,20 @@ TEST(ReferenceKey, HalfRoundingMatchesCompilerFloat16) {
 #endif
 
 TEST(ReferenceKey, CoarseKeySpecialValues) {
-  EXPECT_EQ(coarse_key(float_of(0x7fc00000u)), 0u);
-  EXPECT_EQ(coarse_key(float_of(0xffffffffu)), 0u);
+  EXPECT_EQ(coarse_key(float_from_bits(0x7fc00000u)), 0u);
+  EXPECT_EQ(coarse_key(float_from_bits(0xffffffffu)), 0u);
   EXPECT_EQ(coarse_key(-kInf), kCoarseKeyMinNumber);
   EXPECT_EQ(coarse_key(-65520.0f), kCoarseKeyMinNumber);
   EXPECT_EQ(coarse_key(kInf), kCoarseKeyMaxNumber);
   EXPECT_EQ(coarse_key(65520.0f), kCoarseKeyMaxNumber);
   EXPECT_EQ(coarse_key(1.0e38f), kCoarseKeyMaxNumber);
   EXPECT_LT(coarse_key(65504.0f), kCoarseKeyMaxNumber);
-  EXPECT_EQ(coarse_key(float_of(0x477fefffu)), coarse_key(65504.0f));
+  EXPECT_EQ(coarse_key(float_from_bits(0x477fefffu)), coarse_key(65504.0f));
   EXPECT_EQ(coarse_key(0.0f), 1024u);
   EXPECT_EQ(coarse_key(-0.0f), 1024u);
   EXPECT_EQ(coarse_key(-0x1.0p-25f), 1024u);  // rounds to -0, which is +0
   EXPECT_EQ(coarse_key(-0x1.0p-24f), 1023u);
-  EXPECT_EQ(coarse_key(float_of(0x80000001u)), 1024u);
+  EXPECT_EQ(coarse_key(float_from_bits(0x80000001u)), 1024u);
 }
 
 TEST(ReferenceKey, CoarseKeyMonotoneDenseSweep) {
@@ -286,7 +276,7 @@ TEST(ReferenceSelect, TiesGoToTheLowestIndex) {
 }
 
 TEST(ReferenceSelect, NaNOnlyWhenNeeded) {
-  const std::vector<float> row = {float_of(0x7fffffffu), 1.0f, float_of(0xffc00000u), -kInf};
+  const std::vector<float> row = {float_from_bits(0x7fffffffu), 1.0f, float_from_bits(0xffc00000u), -kInf};
   EXPECT_EQ(select_row(row.data(), 4, 2), (std::vector<int32_t>{1, 3}));
   EXPECT_EQ(select_row(row.data(), 4, 3), (std::vector<int32_t>{1, 3, 0}));
   EXPECT_EQ(select_row(row.data(), 4, 4), (std::vector<int32_t>{1, 3, 0, 2}));
@@ -295,7 +285,7 @@ TEST(ReferenceSelect, NaNOnlyWhenNeeded) {
 }
 
 TEST(ReferenceSelect, ShortRowsAndDegenerateK) {
-  const std::vector<float> row = {5.0f, float_of(0x7fc00000u), 7.0f};
+  const std::vector<float> row = {5.0f, float_from_bits(0x7fc00000u), 7.0f};
   EXPECT_EQ(select_row(row.data(), 3, 5), (std::vector<int32_t>{2, 0, 1}));
   EXPECT_TRUE(select_row(row.data(), 0, 5).empty());
   EXPECT_TRUE(select_row(row.data(), 3, 0).empty());
@@ -482,7 +472,7 @@ TEST_F(ReferenceCheck, CatchesMissingPadding) {
   EXPECT_NE(check_select_row(row.data(), 3, 5, idx.data(), nullptr, false).find("slot 2: index -1 out of range"),
             std::string::npos);
   idx = {2, 1, 0, -1, -1};
-  val[3] = float_of(0x7fc00000u);
+  val[3] = float_from_bits(0x7fc00000u);
   EXPECT_NE(check_select_row(row.data(), 3, 5, idx.data(), val.data(), true).find("padding value must be -inf"),
             std::string::npos);
   // A row of length 0 is all -1.
@@ -496,13 +486,13 @@ TEST_F(ReferenceCheck, CatchesWrongValueBits) {
   vals_[3] = std::nextafter(vals_[3], 0.0f);
   EXPECT_NE(check().find("slot 3: value"), std::string::npos) << check();
   // -0 vs +0 and NaN payloads must match bitwise too.
-  const std::vector<float> row = {-0.0f, float_of(0x7fa5a5a5u)};
+  const std::vector<float> row = {-0.0f, float_from_bits(0x7fa5a5a5u)};
   std::vector<int32_t> idx = {0, 1};
-  std::vector<float> val = {0.0f, float_of(0x7fa5a5a5u)};
+  std::vector<float> val = {0.0f, float_from_bits(0x7fa5a5a5u)};
   EXPECT_NE(check_select_row(row.data(), 2, 2, idx.data(), val.data(), true).find("slot 0: value"), std::string::npos);
-  val = {-0.0f, float_of(0x7fc00000u)};
+  val = {-0.0f, float_from_bits(0x7fc00000u)};
   EXPECT_NE(check_select_row(row.data(), 2, 2, idx.data(), val.data(), true).find("slot 1: value"), std::string::npos);
-  val = {-0.0f, float_of(0x7fa5a5a5u)};
+  val = {-0.0f, float_from_bits(0x7fa5a5a5u)};
   EXPECT_EQ(check_select_row(row.data(), 2, 2, idx.data(), val.data(), true), "");
 }
 
@@ -525,7 +515,7 @@ TEST_F(ReferenceCheck, CatchesWrongSortedOrder) {
 }
 
 TEST_F(ReferenceCheck, CatchesNaNSelectedOverANumber) {
-  const std::vector<float> row = {float_of(0x7fffffffu), -kInf, 1.0f};
+  const std::vector<float> row = {float_from_bits(0x7fffffffu), -kInf, 1.0f};
   std::vector<int32_t> idx = {2, 0};
   const std::string msg = check_select_row(row.data(), 3, 2, idx.data(), nullptr, false);
   EXPECT_NE(msg.find("slot 1: index 0 not in the expected set"), std::string::npos) << msg;

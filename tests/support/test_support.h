@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ class SeededRng {
 
 // The generators live in the library (runtime/row_families.h) so that
 // `sgtopk simulate` can use them too; re-exported here for the tests.
+// Small text helpers the CPU tests share.
+bool contains(const std::string& haystack, const std::string& needle);
+std::string read_text(const std::filesystem::path& path);
+void write_text(const std::filesystem::path& path, const std::string& text);
+
 using rows::all_row_families;
 using rows::family_from_name;
 using rows::family_name;
