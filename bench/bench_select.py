@@ -97,6 +97,35 @@ RECENT_BOOST = 3.0
 WORKLOADS = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep"]
 
 
+# --- route statistics ------------------------------------------------------------
+def route_stats(ctx, cfg, args, scores, lengths, stream, h):
+    """Which route each row took (primary / band / exact ...), from one untimed
+    launch of the same plan compiled with SGTOPK_ROUTE_STATS (the timed plan
+    carries no counters). Returns {name: count} plus recovery_rate."""
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    plan = ctx.lib.compile(k=K, rows=M, width=N, flags=sg.SGTOPK_ROUTE_STATS, device=0, policy_toml=args.policy_toml,
+                           family=args.family, own_workspace=True)
+    try:
+        with torch.cuda.stream(stream):
+            stats = torch.zeros(len(sg.ROUTE_STAT_NAMES), dtype=torch.int64, device=scores.device)
+            idx = torch.empty(M, K, dtype=torch.int32, device=scores.device)
+        plan.select(sg.select_args(scores=scores, lengths=lengths, indices=idx, route_stats=stats), h)
+        with torch.cuda.stream(stream):
+            counts = [int(v) for v in stats.cpu().tolist()]
+    finally:
+        plan.close()
+    out = dict(zip(sg.ROUTE_STAT_NAMES, counts))
+    selected = out["primary"] + out["band"] + out["exact"] + out["no_view"]
+    out["recovery_rate"] = (out["exact"] + out["no_view"]) / selected if selected else 0.0
+    out["band_rate"] = out["band"] / selected if selected else 0.0
+    out["candidates_per_row"] = out["candidates"] / (out["primary"] + out["band"]) if out["primary"] + out["band"] else 0.0
+    cycles = {n: out[n] for n in sg.ROUTE_STAT_NAMES if n.startswith("cycles_")}
+    total = sum(cycles.values())
+    out["phase_share"] = {n[len("cycles_"):]: (v / total if total else 0.0) for n, v in cycles.items()}
+    out["cycles_per_row"] = total / selected if selected else 0.0
+    return out
+
+
 # --- configurations ------------------------------------------------------------
 def make_configs(workload, quick, shapes_override=None):
     """List of dicts M, N, K, lengths (the length rule)."""
@@ -472,6 +501,7 @@ def run_config(ctx, cfg, kind):
         run["exact"] = True
         run["verify"] = msg
         torch.cuda.synchronize()
+        run["routes"] = route_stats(ctx, cfg, args, bufs[0], lengths, stream, h)
 
         fns = [functools.partial(g.launch, h) for g in graphs]
         med, times, reps = time_calls(fns, stream, args.rounds, args.min_reps, args.max_reps, args.target_round_ms)
@@ -595,10 +625,19 @@ def fmt_line(i, n, run):
     if run.get("exact") is False:
         return head + ": %s NOT EXACT: %s" % (run.get("family"), run.get("verify", "")[:200])
     t = run.get("baselines", {}).get("torch_topk_ms")
-    return head + ": %s %.4f ms, floor %.4f ms, ratio %.3f, torch %s ms (%sx), exact, %.1f s" % (
+    r = run.get("routes") or {}
+    routes = ""
+    if r:
+        share = r.get("phase_share", {})
+        routes = ", routes p%d b%d x%d nv%d s%d cand/row %.0f, kcyc/row %.0f (prop %.0f%% cert %.0f%% rec %.0f%% ref %.0f%%)" % (
+            r.get("primary", 0), r.get("band", 0), r.get("exact", 0), r.get("no_view", 0), r.get("short", 0),
+            r.get("candidates_per_row", 0.0), r.get("cycles_per_row", 0.0) / 1e3,
+            100 * share.get("proposal", 0), 100 * share.get("certification", 0), 100 * share.get("recovery", 0),
+            100 * share.get("refinement", 0))
+    return head + ": %s %.4f ms, floor %.4f ms, ratio %.3f, torch %s ms (%sx), exact%s, %.1f s" % (
         run.get("family"), run["time_ms"], run["floor_ms"], run["ratio"],
         ("%.3f" % t) if t is not None else "-",
-        ("%.2f" % run["speedup_vs_torch"]) if run.get("speedup_vs_torch") else "-", run.get("wall_s", 0.0))
+        ("%.2f" % run["speedup_vs_torch"]) if run.get("speedup_vs_torch") else "-", routes, run.get("wall_s", 0.0))
 
 
 def main(argv=None):

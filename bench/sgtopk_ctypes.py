@@ -22,7 +22,7 @@ import os
 
 __all__ = [
     "SgtopkError", "Library", "Plan", "Graph", "load", "compile", "select_args",
-    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "OP_SELECT", "OP_FILTER", "F32",
+    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "ROUTE_STAT_NAMES", "OP_SELECT", "OP_FILTER", "F32",
 ]
 
 # --- constants (sgtopk.h) ---------------------------------------------------
@@ -38,6 +38,10 @@ F32 = 0
 SGTOPK_VALUES = 1 << 0
 SGTOPK_SORTED = 1 << 1
 SGTOPK_STARTS = 1 << 2
+SGTOPK_ROUTE_STATS = 1 << 3
+# Slots of the route statistics buffer (uint64 each), as in sgtopk.h.
+ROUTE_STAT_NAMES = ["short", "no_view", "primary", "band", "exact", "candidates",
+                    "cycles_proposal", "cycles_certification", "cycles_recovery", "cycles_refinement"]
 FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
 
 
@@ -78,6 +82,7 @@ class SelectArgs(ctypes.Structure):
         ("indices", ctypes.c_uint64),
         ("values", ctypes.c_uint64),
         ("workspace", ctypes.c_uint64),
+        ("route_stats", ctypes.c_uint64),
     ]
 
 
@@ -138,7 +143,8 @@ def _str(b):
     return b.decode("utf-8", "replace") if b is not None else None
 
 
-def select_args(scores=None, lengths=None, indices=None, values=None, starts=None, live_rows=None, workspace=None):
+def select_args(scores=None, lengths=None, indices=None, values=None, starts=None, live_rows=None, workspace=None,
+                route_stats=None):
     """A SelectArgs from tensors or device addresses (0 / None for absent)."""
     a = SelectArgs()
     a.struct_size = ctypes.sizeof(SelectArgs)
@@ -149,6 +155,7 @@ def select_args(scores=None, lengths=None, indices=None, values=None, starts=Non
     a.indices = _ptr(indices)
     a.values = _ptr(values)
     a.workspace = _ptr(workspace)
+    a.route_stats = _ptr(route_stats)
     return a
 
 

@@ -24,10 +24,14 @@ GeneratedSource generate_source(const Plan& plan) {
       << ";\n";
   }
   s << "};\n\n"
-    << "static_assert(sizeof(sgtopk::SelectParams) == 64, \"host and device disagree on SelectParams\");\n"
+    << "static_assert(sizeof(sgtopk::SelectParams) == 72, \"host and device disagree on SelectParams\");\n"
     << "static_assert(" << plan.agent << "<Config>::kSharedBytes == " << plan.dynamic_smem_bytes
-    << "u, \"host and device disagree on the shared-memory size\");\n\n"
-    << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", 1) " << plan.entry
+    << "u, \"host and device disagree on the shared-memory size\");\n"
+    << "static_assert(sgtopk::kRowClaimsBytes == " << kRowClaimsBytes << "u, \"host and device disagree on the row counters\");\n"
+    << "static_assert(sgtopk::kRouteCandidates == " << SGTOPK_ROUTE_CANDIDATES
+    << " && sgtopk::kCyclesRefinement == " << SGTOPK_CYCLES_REFINEMENT << " && sgtopk::kRouteStatSlots == "
+    << SGTOPK_ROUTE_STAT_SLOTS << ", \"sgtopk.h and common.cuh disagree on the route statistics\");\n\n"
+    << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") " << plan.entry
     << "(const sgtopk::SelectParams params) {\n"
     << "  " << plan.agent << "<Config>::run(params);\n"
     << "}\n";

@@ -83,6 +83,10 @@ std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem_in, con
       CUdeviceptr ptr = 0;
       check_cuda(driver().cuMemAlloc(&ptr, plan.workspace_bytes), "cuMemAlloc(workspace)");
       compiled->own_workspace = ptr;
+      // Kernels keep their row counters there and leave them zeroed.
+      check_cuda(driver().cuMemsetD8(ptr, 0, plan.workspace_bytes), "cuMemsetD8(workspace)");
+      // The memset runs on the legacy stream: finish it before any launch on another.
+      check_cuda(driver().cuCtxSynchronize(), "cuCtxSynchronize(workspace)");
     }
   }
   compiled->text = describe_plan(*compiled);

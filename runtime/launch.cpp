@@ -1,5 +1,7 @@
 #include "runtime/launch.h"
 
+#include <cstddef>
+
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
@@ -7,9 +9,12 @@ namespace sgtopk {
 
 DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args* args, uint64_t own_workspace) {
   if (args == nullptr) invalid_argument("args is NULL");
-  if (args->struct_size < sizeof(sgtopk_select_args))
+  // Callers built before route_stats existed pass the shorter struct.
+  constexpr size_t kFirstSize = offsetof(sgtopk_select_args, route_stats);
+  if (args->struct_size < kFirstSize)
     invalid_argument("args.struct_size is " + std::to_string(args->struct_size) + ", expected " +
-                     std::to_string(sizeof(sgtopk_select_args)) + ": initialize it with SGTOPK_SELECT_ARGS_INIT");
+                     std::to_string(sizeof(sgtopk_select_args)) + " (or " + std::to_string(kFirstSize) +
+                     " from before route_stats): initialize it with SGTOPK_SELECT_ARGS_INIT");
   if (args->scores == 0) invalid_argument("args.scores is 0: the score matrix is required");
   if (args->indices == 0) invalid_argument("args.indices is 0: the output index matrix is required");
   if (args->scores % 4 != 0) invalid_argument("args.scores is not 4-byte aligned");
@@ -27,9 +32,16 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
     invalid_argument("args.workspace is 0 and the plan owns none: pass " + std::to_string(plan.workspace_bytes) +
                      " bytes (sgtopk_workspace_size) or compile with own_workspace=1");
   if (workspace % 16 != 0) invalid_argument("args.workspace is not 16-byte aligned");
-  return DeviceSelectParams{args->scores,  args->lengths, args->starts,
+  const uint64_t route_stats = args->struct_size >= sizeof(sgtopk_select_args) ? args->route_stats : 0;
+  if (plan.problem.route_stats && route_stats == 0)
+    invalid_argument("args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS");
+  if (!plan.problem.route_stats && route_stats != 0)
+    invalid_argument("args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS");
+  if (route_stats % 8 != 0) invalid_argument("args.route_stats is not 8-byte aligned");
+  return DeviceSelectParams{args->scores,    args->lengths, args->starts,
                             args->live_rows, args->indices, args->values,
-                            workspace,     static_cast<uint64_t>(plan.problem.rows)};
+                            workspace,       static_cast<uint64_t>(plan.problem.rows),
+                            route_stats};
 }
 
 namespace {

@@ -15,9 +15,9 @@ namespace sgtopk {
 
 // Host mirror of templates/sgtopk/common.cuh SelectParams.
 struct DeviceSelectParams {
-  uint64_t scores, lengths, starts, live_rows, indices, values, workspace, rows;
+  uint64_t scores, lengths, starts, live_rows, indices, values, workspace, rows, route_stats;
 };
-static_assert(sizeof(DeviceSelectParams) == 64, "must match SelectParams in common.cuh");
+static_assert(sizeof(DeviceSelectParams) == 72, "must match SelectParams in common.cuh");
 
 // Checks the caller's pointers against the plan (in the caller's terms) and
 // packs them. `own_workspace` is used when args->workspace is 0.

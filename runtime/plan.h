@@ -13,6 +13,10 @@
 
 namespace sgtopk {
 
+// Row counters at the start of a persistent family's workspace (kRowClaimsBytes
+// in templates/sgtopk/common.cuh; the generated source checks the two agree).
+inline constexpr uint64_t kRowClaimsBytes = 256;
+
 struct Plan {
   Problem problem;
   Policy policy;
@@ -24,6 +28,7 @@ struct Plan {
   // The specialization constants, in order; they become the generated Config.
   std::vector<std::pair<std::string, std::string>> constants;
   unsigned grid = 0, block = 0;
+  unsigned min_blocks_per_sm = 1;  // __launch_bounds__ occupancy hint: the persistent workers per SM
   unsigned dynamic_smem_bytes = 0;
   uint64_t workspace_bytes = 0;
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/sampled_reference.h"
 
 namespace sgtopk {
 
@@ -19,10 +20,57 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 10u * 4u + 8u + 15u) / 16u * 16u;
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 36u * 4u + 12u * 4u + 8u + 15u) / 16u * 16u;
+// __launch_bounds__ hint: the workers that fit an SM's 2048 threads.
+unsigned occupancy_hint(int threads, int workers_per_sm) {
+  return static_cast<unsigned>(std::max(1, std::min(workers_per_sm, 2048 / threads)));
+}
 
 std::string str(int64_t v) { return std::to_string(v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
+
+// The constants every select family shares: the direct-exact body is also
+// the sampled family's recovery route, so both carry its whole Config.
+std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy, int threads,
+                                                                  int register_items) {
+  const SelectDirectPolicy& d = policy.direct;
+  const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
+  return {
+      {"kK", str(p.k)},
+      {"kThreads", str(threads)},
+      {"kWidth", str(p.width) + "ll"},
+      {"kPitch", str(p.pitch) + "ll"},
+      {"kOutPitch", str(p.out_pitch) + "ll"},
+      {"kValues", flag(p.values)},
+      {"kSorted", flag(p.sorted)},
+      {"kStarts", flag(p.starts)},
+      {"kRouteStats", flag(p.route_stats)},
+      {"kRegisterItems", str(register_items)},
+      {"kUnroll", str(d.loads_in_flight)},
+      {"kPrefetch", flag(d.prefetch_next_chunk)},
+      {"kAggregateHistogram", flag(d.aggregate_histogram)},
+      {"kEndpointClassify", flag(d.endpoint_classification)},
+      {"kVectorLoads", flag(d.vector_bytes == 16)},
+      {"kIndexBits", str(std::max(1, ceil_log2(p.width)))},
+      {"kFrontierShared", str(d.frontier_shared_capacity)},
+      {"kFrontierGlobal", str(d.frontier_global_capacity)},
+      {"kSortSlots", str(sort_slots)},
+  };
+}
+
+// Dynamic shared memory: the selection state, then the frontier (aliased by
+// the sort buffer).
+unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
+  const unsigned frontier_bytes = static_cast<unsigned>(policy.direct.frontier_shared_capacity) * 8u;
+  const unsigned sort_bytes = p.sorted ? static_cast<unsigned>(next_pow2(p.k)) * 8u : 0u;
+  return kSelectionStateBytes + std::max(frontier_bytes, sort_bytes);
+}
+
+// Persistent workers: each owns one global frontier slice, so workspace
+// scales with the worker pool, never with rows x width.
+uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {
+  return static_cast<uint64_t>(workers) * static_cast<uint64_t>(policy.direct.frontier_global_capacity) * 8u;
+}
 
 Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDirectPolicy& d = policy.direct;
@@ -32,47 +80,58 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
   plan.agent = "sgtopk::DirectExactAgent";
   plan.entry = "sgtopk_select_direct_exact";
   plan.block = static_cast<unsigned>(d.block_threads);
+  plan.min_blocks_per_sm = occupancy_hint(d.block_threads, d.workers_per_sm);
 
   // Short rows stay in registers between the passes (the short-row specialization).
   const int64_t register_capacity = int64_t{d.block_threads} * d.items_per_thread;
   const int register_items = p.width <= register_capacity
                                  ? static_cast<int>((p.width + d.block_threads - 1) / d.block_threads)
                                  : 0;
-  const int frontier_shared = d.frontier_shared_capacity;
-  const int frontier_global = d.frontier_global_capacity;
-  const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
-
-  plan.constants = {
-      {"kK", str(p.k)},
-      {"kThreads", str(d.block_threads)},
-      {"kWidth", str(p.width) + "ll"},
-      {"kPitch", str(p.pitch) + "ll"},
-      {"kOutPitch", str(p.out_pitch) + "ll"},
-      {"kValues", flag(p.values)},
-      {"kSorted", flag(p.sorted)},
-      {"kStarts", flag(p.starts)},
-      {"kRegisterItems", str(register_items)},
-      {"kUnroll", str(d.loads_in_flight)},
-      {"kPrefetch", flag(d.prefetch_next_chunk)},
-      {"kAggregateHistogram", flag(d.aggregate_histogram)},
-      {"kEndpointClassify", flag(d.endpoint_classification)},
-      {"kVectorLoads", flag(d.vector_bytes == 16)},
-      {"kIndexBits", str(std::max(1, ceil_log2(p.width)))},
-      {"kFrontierShared", str(frontier_shared)},
-      {"kFrontierGlobal", str(frontier_global)},
-      {"kSortSlots", str(sort_slots)},
-  };
-
-  const unsigned frontier_bytes = static_cast<unsigned>(frontier_shared) * 8u;
-  const unsigned sort_bytes = p.sorted ? static_cast<unsigned>(sort_slots) * 8u : 0u;
-  plan.dynamic_smem_bytes = kSelectionStateBytes + std::max(frontier_bytes, sort_bytes);
-
-  // Persistent workers: each owns one global frontier slice, so workspace
-  // scales with the worker pool, never with rows x width.
+  plan.constants = select_constants(p, policy, d.block_threads, register_items);
+  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
   const int64_t workers = std::min<int64_t>(p.rows, int64_t{target.sm_count} * d.workers_per_sm);
   plan.grid = static_cast<unsigned>(workers);
-  plan.workspace_bytes = static_cast<uint64_t>(workers) * static_cast<uint64_t>(frontier_global) * 8u;
+  plan.workspace_bytes = frontier_slices_bytes(policy, workers);
   return plan;
+}
+
+Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) {
+  const SelectSampledPolicy& sp = policy.sampled;
+  Plan plan;
+  plan.family = "sampled";
+  plan.agent_header = "sgtopk/agent_sampled.cuh";
+  plan.agent = "sgtopk::SampledAgent";
+  plan.entry = "sgtopk_select_sampled";
+  plan.block = static_cast<unsigned>(sp.block_threads);
+  plan.min_blocks_per_sm = occupancy_hint(sp.block_threads, sp.workers_per_sm);
+
+  plan.constants = select_constants(p, policy, sp.block_threads, 0);
+  // Sample ranks are computed here once (reference::sample_rank), never on the GPU.
+  const auto rank = [&](double margin, int stride) { return str(reference::sample_rank(margin, p.k, stride)); };
+  plan.constants.insert(plan.constants.end(), {
+      {"kStrideWide", str(sp.stride_wide)},
+      {"kStrideNarrow", str(sp.stride_narrow)},
+      {"kWideRowThreshold", str(sp.wide_row_threshold) + "ll"},
+      {"kQ0Wide", rank(sp.primary_margin, sp.stride_wide)},
+      {"kQ1Wide", rank(sp.secondary_margin, sp.stride_wide)},
+      {"kQ0Narrow", rank(sp.primary_margin, sp.stride_narrow)},
+      {"kQ1Narrow", rank(sp.secondary_margin, sp.stride_narrow)},
+  });
+  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  const int64_t workers = std::min<int64_t>(p.rows, int64_t{target.sm_count} * sp.workers_per_sm);
+  plan.grid = static_cast<unsigned>(workers);
+  // The row counters (kRowClaimsBytes in agent_sampled.cuh), then the slices.
+  plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, workers);
+  return plan;
+}
+
+// The planner's choice: sampling pays on long rows, and its persistent
+// one-CTA-per-row schedule needs enough rows to fill the GPU.
+std::string choose_family(const Problem& p, const Policy& policy, const Target& target) {
+  const SelectDispatchPolicy& d = policy.dispatch;
+  const bool long_rows = p.width >= d.sampled_min_width && p.width > p.k;
+  const bool fills_gpu = p.rows >= int64_t{target.sm_count} * d.sampled_min_rows_per_sm;
+  return long_rows && fills_gpu ? "sampled" : "direct_exact";
 }
 
 }  // namespace
@@ -90,7 +149,7 @@ std::string Plan::parameters_text() const {
 }
 
 const std::vector<std::string>& select_families() {
-  static const std::vector<std::string> families = {"direct_exact"};
+  static const std::vector<std::string> families = {"direct_exact", "sampled"};
   return families;
 }
 
@@ -101,8 +160,8 @@ Plan make_plan(const Problem& problem, const Policy& policy, const Target& targe
     for (const auto& f : select_families()) known += (known.empty() ? "" : ", ") + f;
     invalid_argument("family '" + forced_family + "' is unknown (known: " + known + ")");
   }
-  // One family so far; the sampled, split and cluster mappings join here.
-  Plan plan = plan_direct_exact(problem, policy, target);
+  const std::string family = forced_family.empty() ? choose_family(problem, policy, target) : forced_family;
+  Plan plan = family == "sampled" ? plan_sampled(problem, policy, target) : plan_direct_exact(problem, policy, target);
   plan.problem = problem;
   plan.policy = policy;
   plan.arch = target.arch;

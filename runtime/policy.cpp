@@ -223,6 +223,8 @@ const std::vector<Section>& sections() {
                 "rho0: the proposal targets rank ceil(rho0 * K) (paper: 1.5)"),
            real("secondary_margin", SGTOPK_MEMBER(sampled.secondary_margin), 1.0, 8.0,
                 "rho1 >= rho0: the band's target rank on underfill (paper: 1.75)"),
+           integer("workers_per_sm", SGTOPK_MEMBER(sampled.workers_per_sm), {1, 8},
+                   "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter"),
        }},
       {"select.split",
        "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.",
@@ -238,6 +240,8 @@ const std::vector<Section>& sections() {
        {
            integer("sampled_min_width", SGTOPK_MEMBER(dispatch.sampled_min_width), {0, kMaxWidth},
                    "narrower rows use the direct family (sampling does not pay)"),
+           integer("sampled_min_rows_per_sm", SGTOPK_MEMBER(dispatch.sampled_min_rows_per_sm), {0, 64},
+                   "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU)"),
            integer("cluster_max_rows", SGTOPK_MEMBER(dispatch.cluster_max_rows), {0, int64_t{1} << 20},
                    "at most this many rows use the cluster mapping (0: never)"),
            integer("cluster_size", SGTOPK_MEMBER(dispatch.cluster_size), {1, 16}, "CTAs per cluster"),

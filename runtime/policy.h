@@ -42,6 +42,7 @@ struct SelectSampledPolicy {
   int64_t wide_row_threshold = 131072;   // rows at least this wide use stride_wide
   double primary_margin = 1.5;           // rho0, 1.0..8.0
   double secondary_margin = 1.75;        // rho1, primary_margin..8.0
+  int workers_per_sm = 2;                // persistent worker CTAs per SM, 1..8
   bool operator==(const SelectSampledPolicy&) const = default;
 };
 
@@ -56,6 +57,7 @@ struct SelectSplitPolicy {
 // [select.dispatch] which family the planner picks.
 struct SelectDispatchPolicy {
   int64_t sampled_min_width = 32768;  // narrower rows use the direct family
+  int sampled_min_rows_per_sm = 1;    // fewer rows than this x SMs use the direct family, 0..64
   int64_t cluster_max_rows = 4;       // at most this many rows -> cluster mapping
   int cluster_size = 8;               // 1..16
   bool operator==(const SelectDispatchPolicy&) const = default;

@@ -25,12 +25,12 @@ Problem validate_problem(const sgtopk_problem* p) {
   if (pitch < p->width) invalid_argument("pitch " + std::to_string(pitch) + " is smaller than width " + std::to_string(p->width));
   const int64_t out_pitch = p->out_pitch == 0 ? p->k : p->out_pitch;
   if (out_pitch < p->k) invalid_argument("out_pitch " + std::to_string(out_pitch) + " is smaller than K=" + std::to_string(p->k));
-  const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS;
+  const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS;
   if (p->flags & ~known) invalid_argument("flags 0x" + [&] {
       std::ostringstream s;
       s << std::hex << (p->flags & ~known);
       return s.str();
-    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS)");
+    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS)");
 
   Problem out;
   out.op = p->op;
@@ -42,6 +42,7 @@ Problem validate_problem(const sgtopk_problem* p) {
   out.values = (p->flags & SGTOPK_VALUES) != 0;
   out.sorted = (p->flags & SGTOPK_SORTED) != 0;
   out.starts = (p->flags & SGTOPK_STARTS) != 0;
+  out.route_stats = (p->flags & SGTOPK_ROUTE_STATS) != 0;
   return out;
 }
 
@@ -49,7 +50,7 @@ std::string to_string(const Problem& p) {
   std::ostringstream s;
   s << "select K=" << p.k << " rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
     << " out_pitch=" << p.out_pitch << (p.values ? " +values" : "") << (p.sorted ? " +sorted" : "")
-    << (p.starts ? " +starts" : "");
+    << (p.starts ? " +starts" : "") << (p.route_stats ? " +route_stats" : "");
   return s.str();
 }
 

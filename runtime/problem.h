@@ -22,6 +22,7 @@ struct Problem {
   bool values = false;
   bool sorted = false;
   bool starts = false;
+  bool route_stats = false;  // the kernel counts the routes rows take (SGTOPK_ROUTE_STATS)
 };
 
 // Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,

@@ -42,11 +42,12 @@ int usage() {
   std::fprintf(stderr,
                "usage: sgtopk <command> [options]\n"
                "  plan     [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
-               "           [--arch sm_90 | --device D] [--policy FILE] [--family NAME] [PROBLEM.toml]\n"
+               "           [--route-stats] [--arch sm_90 | --device D] [--policy FILE] [--family NAME]\n"
+               "           [PROBLEM.toml]\n"
                "  prewarm  MANIFEST.toml [--jobs N] [--arch sm_90] [--policy FILE]\n"
                "  env\n"
                "  selftest [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
-               "           [--device D] [--policy FILE]\n"
+               "           [--route-stats] [--device D] [--policy FILE] [--family NAME]\n"
                "  simulate [--k N] [--rows R] [--width W] [--family NAME|all] [--policy FILE] [--causal]\n"
                "  version\n");
   return 2;
@@ -70,7 +71,8 @@ bool parse_flag_list(const toml::array* flags, uint32_t* out, std::string* error
     if (*v == "values") *out |= SGTOPK_VALUES;
     else if (*v == "sorted") *out |= SGTOPK_SORTED;
     else if (*v == "starts") *out |= SGTOPK_STARTS;
-    else return *error = "unknown flag '" + *v + "' (known: values, sorted, starts)", false;
+    else if (*v == "route_stats") *out |= SGTOPK_ROUTE_STATS;
+    else return *error = "unknown flag '" + *v + "' (known: values, sorted, starts, route_stats)", false;
   }
   return true;
 }
@@ -136,6 +138,7 @@ bool parse_options(int argc, char** argv, int first, Request* r, std::vector<std
     else if (a == "--values") r->problem.flags |= SGTOPK_VALUES;
     else if (a == "--sorted") r->problem.flags |= SGTOPK_SORTED;
     else if (a == "--starts") r->problem.flags |= SGTOPK_STARTS;
+    else if (a == "--route-stats") r->problem.flags |= SGTOPK_ROUTE_STATS;
     else if (a == "--arch") r->arch = value("--arch");
     else if (a == "--device") r->device = static_cast<int>(number("--device", true));
     else if (a == "--policy") r->policy_file = value("--policy");
@@ -357,6 +360,7 @@ int cmd_selftest(int argc, char** argv) {
     const int64_t rows = r.problem.rows, width = r.problem.width, k = r.problem.k;
     const bool values = (r.problem.flags & SGTOPK_VALUES) != 0, sorted = (r.problem.flags & SGTOPK_SORTED) != 0;
     const bool with_starts = (r.problem.flags & SGTOPK_STARTS) != 0;
+    const bool route_stats = (r.problem.flags & SGTOPK_ROUTE_STATS) != 0;
     const int64_t pitch = r.problem.pitch ? r.problem.pitch : width;
     std::vector<float> scores(static_cast<size_t>(rows * pitch), std::nanf(""));
     std::vector<int32_t> lengths(static_cast<size_t>(rows)), starts(static_cast<size_t>(rows), 0);
@@ -371,12 +375,13 @@ int cmd_selftest(int argc, char** argv) {
     }
     const size_t out_slots = static_cast<size_t>(rows * k);
     DeviceMemory d_scores(scores.size() * 4), d_len(lengths.size() * 4), d_starts(starts.size() * 4),
-        d_idx(out_slots * 4), d_val(values ? out_slots * 4 : 4);
+        d_idx(out_slots * 4), d_val(values ? out_slots * 4 : 4), d_stats(SGTOPK_ROUTE_STAT_SLOTS * 8);
     sgtopk::check_cuda(cu.cuMemcpyHtoD(d_scores.ptr, scores.data(), scores.size() * 4), "cuMemcpyHtoD");
     sgtopk::check_cuda(cu.cuMemcpyHtoD(d_len.ptr, lengths.data(), lengths.size() * 4), "cuMemcpyHtoD");
     sgtopk::check_cuda(cu.cuMemcpyHtoD(d_starts.ptr, starts.data(), starts.size() * 4), "cuMemcpyHtoD");
     sgtopk::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
     if (values) sgtopk::check_cuda(cu.cuMemsetD32(d_val.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
+    sgtopk::check_cuda(cu.cuMemsetD8(d_stats.ptr, 0, SGTOPK_ROUTE_STAT_SLOTS * 8), "cuMemsetD8");
 
     sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
     args.scores = d_scores.ptr;
@@ -384,6 +389,7 @@ int cmd_selftest(int argc, char** argv) {
     args.starts = with_starts ? d_starts.ptr : 0;
     args.indices = d_idx.ptr;
     args.values = values ? d_val.ptr : 0;
+    args.route_stats = route_stats ? d_stats.ptr : 0;
     if (sgtopk_select(plan, &args, nullptr) != SGTOPK_OK) {
       std::fprintf(stderr, "selftest: launch failed: %s\n", sgtopk_last_error());
       return 1;
@@ -400,6 +406,18 @@ int cmd_selftest(int argc, char** argv) {
           &scores[static_cast<size_t>(i * pitch + starts[static_cast<size_t>(i)])], lengths[static_cast<size_t>(i)],
           static_cast<int>(k), &indices[first_slot], values ? &value_out[first_slot] : nullptr, sorted);
       if (!problem.empty() && bad_rows++ < 3) std::printf("selftest: row %lld: %s\n", static_cast<long long>(i), problem.c_str());
+    }
+    if (route_stats) {
+      // The first launch's routes only: the graph replays below add to the same buffer.
+      uint64_t stats[SGTOPK_ROUTE_STAT_SLOTS] = {};
+      sgtopk::check_cuda(cu.cuMemcpyDtoH(stats, d_stats.ptr, sizeof stats), "cuMemcpyDtoH");
+      std::printf("routes: short=%llu no_view=%llu primary=%llu band=%llu exact=%llu candidates=%llu\n",
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_SHORT]),
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_NO_VIEW]),
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_PRIMARY]),
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_BAND]),
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_EXACT]),
+                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_CANDIDATES]));
     }
 
     // Time graph replays with events.

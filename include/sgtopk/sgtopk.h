@@ -61,6 +61,24 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
 #define SGTOPK_VALUES  (1u << 0) /* also write the selected scores */
 #define SGTOPK_SORTED  (1u << 1) /* order each row by value descending, ties by index ascending */
 #define SGTOPK_STARTS  (1u << 2) /* rows carry a start offset (args.starts) */
+#define SGTOPK_ROUTE_STATS (1u << 3) /* count the route each row takes into args.route_stats */
+
+/* Slots of the route statistics buffer (uint64 each). The kernel adds to
+ * them; zero the buffer before a call to count that call alone. */
+enum {
+  SGTOPK_ROUTE_SHORT = 0,      /* rows with len <= K: no selection needed */
+  SGTOPK_ROUTE_NO_VIEW = 1,    /* sampled family: view too small, exact route */
+  SGTOPK_ROUTE_PRIMARY = 2,    /* certified by the primary proposal */
+  SGTOPK_ROUTE_BAND = 3,       /* certified after the band pass */
+  SGTOPK_ROUTE_EXACT = 4,      /* exact coarse route (recovery, or the direct family) */
+  SGTOPK_ROUTE_CANDIDATES = 5, /* candidates handed to refinement by primary and band rows */
+  /* Where the time goes: SM clock cycles summed over rows, per phase. */
+  SGTOPK_CYCLES_PROPOSAL = 6,      /* sample view, histogram, boundaries */
+  SGTOPK_CYCLES_CERTIFICATION = 7, /* the full pass admitting candidates */
+  SGTOPK_CYCLES_RECOVERY = 8,      /* band pass and exact route */
+  SGTOPK_CYCLES_REFINEMENT = 9,    /* frontier refinement and the sorted option */
+  SGTOPK_ROUTE_STAT_SLOTS = 10
+};
 
 /* What the user asks for. Shapes here are fixed in the plan; the live row
  * count, the lengths and the starts are device inputs of each launch. */
@@ -100,9 +118,12 @@ typedef struct sgtopk_select_args {
   sgtopk_devptr live_rows;  /* int32 scalar: rows at or past it are untouched; 0: all rows */
   sgtopk_devptr indices;    /* int32[rows][out_pitch] output */
   sgtopk_devptr values;     /* float[rows][out_pitch] output (needs SGTOPK_VALUES) */
-  sgtopk_devptr workspace;  /* sgtopk_workspace_size bytes; 0: the plan's own */
+  sgtopk_devptr workspace;  /* sgtopk_workspace_size bytes; 0: the plan's own.
+                               A caller's buffer must be zero-filled before its first
+                               use; every launch leaves it zero-filled again. */
+  sgtopk_devptr route_stats; /* uint64[SGTOPK_ROUTE_STAT_SLOTS] (needs SGTOPK_ROUTE_STATS) */
 } sgtopk_select_args;
-#define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0}
+#define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sgtopk_plan_s* sgtopk_plan;
 typedef struct sgtopk_graph_s* sgtopk_graph;

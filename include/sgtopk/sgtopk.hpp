@@ -34,6 +34,7 @@ struct Problem {
   Problem& values(bool on = true) { return flag(SGTOPK_VALUES, on); }
   Problem& sorted(bool on = true) { return flag(SGTOPK_SORTED, on); }
   Problem& starts(bool on = true) { return flag(SGTOPK_STARTS, on); }
+  Problem& route_stats(bool on = true) { return flag(SGTOPK_ROUTE_STATS, on); }
 
  private:
   Problem& flag(uint32_t f, bool on) {

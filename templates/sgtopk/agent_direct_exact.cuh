@@ -13,7 +13,7 @@
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kAggregateHistogram,
 //   kEndpointClassify, kIndexBits,
-//   kFrontierShared, kFrontierGlobal, kSortSlots.
+//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats.
 #pragma once
 #include "sgtopk/frontier.cuh"
 #include "sgtopk/histogram.cuh"
@@ -33,14 +33,18 @@ struct DirectExactAgent {
   static constexpr unsigned kSharedBytes =
       (sizeof(SelectionState) + 15u) / 16u * 16u + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
 
+  // A row with len <= K: every valid index, no selection.
+  static SGTOPK_DEVICE void select_short_row(const Output& out, const float* scores, int len, u64* sort_buffer) {
+    write_whole_row<Config::kThreads, Config::kK, Config::kValues>(out, scores, len);
+    if (Config::kSorted && len > 1)
+      sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, len, sort_buffer);
+  }
+
+  // The exact coarse route up to refinement: the histogram pass, then the
+  // boundary pass that commits everything above the boundary bin and leaves
+  // the bin as the frontier.
   template <typename Row>
-  static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, Row& row, const Output& out,
-                                       const float* scores, int len, u64* sort_buffer) {
-    if (len <= Config::kK) {
-      write_whole_row<Config::kThreads, Config::kK, Config::kValues>(out, scores, len);
-      if (Config::kSorted && len > 1) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, len, sort_buffer);
-      return;
-    }
+  static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out) {
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
     if (threadIdx.x == 0) {
       state.committed = 0u;
@@ -50,6 +54,7 @@ struct DirectExactAgent {
       state.done = 0u;
       state.prefix = 0ull;
       state.floor_bin = 0u;
+      state.admit_by_threshold = 0u;
     }
     __syncthreads();
     int chunk = 0;
@@ -70,45 +75,81 @@ struct DirectExactAgent {
           ++chunk;
         });
     __syncthreads();
+    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>{state, store, row, out}
+        .boundary_pass();
+  }
 
-    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output> refinement{
-        state, store, row, out};
-    refinement.boundary_pass();
-    refinement.refine();
-    if (Config::kSorted) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
+  // Every route ends here: frontier-only refinement, then the sorted option.
+  template <typename Row>
+  static SGTOPK_DEVICE void refine_and_write(SelectionState& state, const Store& store, Row& row, const Output& out,
+                                             const float* scores, u64* sort_buffer) {
+    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>{state, store, row, out}
+        .refine();
+    if (Config::kSorted)
+      sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
+  }
+
+  template <typename Row>
+  static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, Row& row, const Output& out,
+                                       const float* scores, int len, u64* sort_buffer) {
+    if (len <= Config::kK) return select_short_row(out, scores, len, sort_buffer);
+    exact_boundary(state, store, row, out);
+    refine_and_write(state, store, row, out, scores, sort_buffer);
+  }
+
+  // The worker CTA's own pieces: shared state, the frontier store (shared
+  // memory, then the CTA's slice of `slices`), the sort buffer.
+  struct Worker {
+    SelectionState* state;
+    Store store;
+    u64* sort_buffer;
+  };
+  static SGTOPK_DEVICE Worker make_worker(unsigned char* shared_bytes, void* slices) {
+    unsigned char* frontier_bytes = shared_bytes + (sizeof(SelectionState) + 15u) / 16u * 16u;
+    float* slice = reinterpret_cast<float*>(slices) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobal;
+    Worker w;
+    w.state = reinterpret_cast<SelectionState*>(shared_bytes);
+    w.store.shared_value = reinterpret_cast<float*>(frontier_bytes);
+    w.store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierShared;
+    w.store.global_value = slice;
+    w.store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
+    w.sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
+    return w;
+  }
+
+  // Row r of the launch: its valid scores and its output slots.
+  struct RowTask {
+    const float* scores;
+    int len;
+    Output out;
+  };
+  static SGTOPK_DEVICE RowTask row_task(const SelectParams& p, long long r) {
+    int len = p.lengths ? p.lengths[r] : static_cast<int>(Config::kWidth);
+    len = max_of(0, min_of(len, static_cast<int>(Config::kWidth)));
+    const long long start = Config::kStarts ? max_of(0, p.starts[r]) : 0;
+    return RowTask{p.scores + r * Config::kPitch + start, len,
+                   Output{p.indices + r * Config::kOutPitch, Config::kValues ? p.values + r * Config::kOutPitch : nullptr}};
   }
 
   static SGTOPK_DEVICE void run(const SelectParams& p) {
     extern __shared__ __align__(16) unsigned char shared_bytes[];
-    SelectionState& state = *reinterpret_cast<SelectionState*>(shared_bytes);
-    unsigned char* frontier_bytes = shared_bytes + (sizeof(SelectionState) + 15u) / 16u * 16u;
-
-    float* slice = reinterpret_cast<float*>(p.workspace) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobal;
-    Store store;
-    store.shared_value = reinterpret_cast<float*>(frontier_bytes);
-    store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierShared;
-    store.global_value = slice;
-    store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
-    u64* sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
-
+    const Worker w = make_worker(shared_bytes, p.workspace);
     const long long live = live_row_count(p, static_cast<long long>(p.rows));
     for (long long r = blockIdx.x; r < live; r += gridDim.x) {
-      int len = p.lengths ? p.lengths[r] : static_cast<int>(Config::kWidth);
-      len = max_of(0, min_of(len, static_cast<int>(Config::kWidth)));
-      const long long start = Config::kStarts ? max_of(0, p.starts[r]) : 0;
-      const float* scores = p.scores + r * Config::kPitch + start;
-      Output out{p.indices + r * Config::kOutPitch, Config::kValues ? p.values + r * Config::kOutPitch : nullptr};
-
+      const RowTask task = row_task(p, r);
+      count_route<Config::kRouteStats>(p.route_stats, task.len <= Config::kK ? kRouteShort : kRouteExact);
+      PhaseClock<Config::kRouteStats> clock(p.route_stats);
       if constexpr (Config::kRegisterItems > 0) {
         RegisterRow<Config::kThreads, (Config::kRegisterItems > 0 ? Config::kRegisterItems : 1)> row;
-        row.load(scores, len);
-        select_row(state, store, row, out, scores, len, sort_buffer);
+        row.load(task.scores, task.len);
+        select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
       } else {
         StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> row;
-        row.load(scores, len);
-        select_row(state, store, row, out, scores, len, sort_buffer);
+        row.load(task.scores, task.len);
+        select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
       }
       __syncthreads();  // shared state is reused by the next row
+      clock.lap(kCyclesRecovery);  // the whole exact route
     }
   }
 };

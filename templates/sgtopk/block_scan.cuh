@@ -39,9 +39,12 @@ SGTOPK_DEVICE u32 block_exclusive_sum(u32 value, u32* scratch, u32* block_total)
 struct RankBin {
   u32 bin;    // the bin holding the element of that rank
   u32 above;  // elements in bins above it (above < rank <= above + count[bin])
+  u32 total;  // every count of the histogram; bin and above are meaningful only when rank <= total
 };
 
-// Every thread gets the same answer. Requires 1 <= rank <= total count.
+// Every thread gets the same answer. When rank > total no bin holds it:
+// callers check `total` first (the sampled proposal does; refinement cannot
+// get there, its rank never exceeds its group).
 // Thread t owns kBins/kThreads consecutive bins counted from the top, so a
 // block prefix sum in thread order is a suffix sum over bins.
 template <int kThreads, int kBins>
@@ -69,7 +72,7 @@ SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
     }
   }
   __syncthreads();
-  RankBin found{scratch[0], scratch[1]};
+  RankBin found{scratch[0], scratch[1], total};
   __syncthreads();
   return found;
 }

@@ -19,8 +19,50 @@ struct SelectParams {
   const int* live_rows;  // scalar or null: every row is live
   int* indices;          // [rows][out_pitch]
   float* values;         // [rows][out_pitch] or null
-  void* workspace;       // per-worker frontier slices
+  void* workspace;       // row counters, then per-worker frontier slices
   unsigned long long rows;  // row capacity (launch-time check against the plan)
+  unsigned long long* route_stats;  // [kRouteStatSlots] or null (plans with kRouteStats)
+};
+
+// Bytes of row counters ahead of a persistent family's frontier slices (keeps
+// the slices aligned).
+constexpr unsigned kRowClaimsBytes = 256u;
+
+// Route statistics: one counter per route a row can take, plus the candidate
+// volume handed to refinement. Mirrored by SGTOPK_ROUTE_* in sgtopk.h.
+enum RouteStat {
+  kRouteShort = 0,     // len <= K: every valid index, no selection
+  kRouteNoView = 1,    // the sample view was too small: exact route
+  kRoutePrimary = 2,   // certified by the primary proposal
+  kRouteBand = 3,      // certified after the band pass
+  kRouteExact = 4,     // exact coarse route (recovery, or the direct family)
+  kRouteCandidates = 5,  // candidates handed to refinement, summed over rows
+  // Where a worker's time goes: SM clock cycles per phase, summed over rows
+  // (thread 0's view, each phase ending at a block barrier).
+  kCyclesProposal = 6,       // view gather, histogram, boundaries
+  kCyclesCertification = 7,  // the full pass admitting candidates
+  kCyclesRecovery = 8,       // band pass and exact route (the direct family: the whole row)
+  kCyclesRefinement = 9,     // frontier-only radix rounds and the sorted option
+  kRouteStatSlots = 10
+};
+
+template <bool kEnabled>
+SGTOPK_DEVICE void count_route(unsigned long long* stats, int slot, unsigned long long amount = 1ull) {
+  if (kEnabled && stats != nullptr && threadIdx.x == 0) atomicAdd(stats + slot, amount);
+}
+
+// Laps of thread 0's SM clock into the kCycles* slots.
+template <bool kEnabled>
+struct PhaseClock {
+  unsigned long long* stats;
+  long long last;
+  SGTOPK_DEVICE explicit PhaseClock(unsigned long long* s) : stats(s), last(kEnabled ? clock64() : 0) {}
+  SGTOPK_DEVICE void lap(int slot) {
+    if (!kEnabled) return;
+    const long long now = clock64();
+    count_route<kEnabled>(stats, slot, static_cast<unsigned long long>(now - last));
+    last = now;
+  }
 };
 
 // The live rows of this launch, read on the device so graphs can replay it.

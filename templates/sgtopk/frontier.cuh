@@ -61,6 +61,8 @@ struct SelectionState {
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
   float boundary_low;   // lowest number in the boundary bin (endpoint classification)
   float boundary_high;  // lowest number above the boundary bin, NaN when none
+  float admit_low;      // sampled routes: the candidates are exactly the x >= admit_low
+  u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
@@ -106,7 +108,9 @@ struct Refinement {
 
   // Is (value, index) still a candidate before round r (r >= 1)?
   SGTOPK_DEVICE bool in_group(float value, u32 index, int r) const {
-    if (coarse_key(value) != state.coarse_boundary) return false;
+    const bool admitted =
+        state.admit_by_threshold ? value >= state.admit_low : coarse_key(value) == state.coarse_boundary;
+    if (!admitted) return false;
     if (r == 1) return true;
     return (rank_key(value, index) >> Schedule::shift(r - 1)) == state.prefix;
   }
@@ -118,8 +122,14 @@ struct Refinement {
     const bool carry = digit == d && !take_group;
     const u32 slot = warp_append(commit, &state.committed);
     if (commit) out.commit(slot, index, value);
-    const u32 next = warp_append(carry, &state.next_count);
-    if (carry) {
+    this->carry(carry, value, index, r);
+  }
+
+  // Carries (value, index) into round r+1 when `take`: stored in the next
+  // frontier and counted in the histogram of its next digit.
+  SGTOPK_DEVICE void carry(bool take, float value, u32 index, int r) {
+    const u32 next = warp_append(take, &state.next_count);
+    if (take) {
       store.store(next, value, index);
       if (r + 1 < Schedule::kRounds) atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), r + 1)], 1u);
     }

@@ -11,6 +11,7 @@ namespace sgtopk {
 
 constexpr int kCoarseBits = 11;
 constexpr int kCoarseBins = 1 << kCoarseBits;
+constexpr u32 kCoarseKeyMinNumber = 31u;  // coarse_key(-inf): the lowest bin a number reaches
 
 SGTOPK_DEVICE u32 ordered_key(float x) {
   u32 bits = __float_as_uint(x);

@@ -1,18 +1,26 @@
 // The public C API on a machine without a GPU: argument validation (status,
 // message in the caller's terms, no half-made handle), the thread-local last
-// error, a compile-only plan and what it reports, and launches refused
-// cleanly.
+// error, a compile-only plan and what it reports, launches refused cleanly,
+// and the select args check (route statistics, the older shorter struct).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sgtopk/sgtopk.h>
 
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime/error.h"
+#include "runtime/launch.h"
+#include "runtime/plan.h"
+#include "runtime/policy.h"
+#include "runtime/problem.h"
+#include "runtime/target.h"
 #include "support/test_support.h"
 
 namespace {
@@ -143,7 +151,28 @@ TEST(ApiProblem, OutPitchSmallerThanK) {
 
 TEST(ApiProblem, UnknownFlags) {
   expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_VALUES | (1u << 7); },
-                  SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x80", "not sgtopk flags"});
+                  SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"flags 0x80", "not sgtopk flags",
+                   "(known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS)"});
+  // The first bit past SGTOPK_ROUTE_STATS is not a flag.
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_ROUTE_STATS | (1u << 4); },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x10", "not sgtopk flags"});
+}
+
+TEST(ApiProblem, RouteStatsFlagIsAccepted) {
+  EXPECT_EQ(SGTOPK_ROUTE_STATS, 1u << 3);
+  EXPECT_EQ(SGTOPK_ROUTE_CANDIDATES, 5);
+  EXPECT_EQ(SGTOPK_ROUTE_STAT_SLOTS, 10);  // routes, candidates, cycles per phase
+  sgtopk_problem p = good_problem();
+  p.flags = SGTOPK_VALUES | SGTOPK_ROUTE_STATS;
+  const sgtopk_compile_options o = compile_only();
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_TRUE(contains(info.parameters, "kRouteStats=true")) << info.parameters;
+  EXPECT_TRUE(contains(sgtopk_plan_text(plan), "+route_stats")) << sgtopk_plan_text(plan);
+  EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
 }
 
 TEST(ApiProblem, BadDtype) {
@@ -197,7 +226,8 @@ TEST(ApiOptions, BadArch) {
 
 TEST(ApiOptions, UnknownFamily) {
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "no_such_family"; },
-                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'no_such_family' is unknown", "direct_exact"});
+                  SGTOPK_ERROR_INVALID_ARGUMENT,
+                  {"family 'no_such_family' is unknown", "(known: direct_exact, sampled)"});
 }
 
 TEST(ApiOptions, PolicyUnknownKey) {
@@ -388,4 +418,88 @@ TEST(ApiNullHandles, CleanErrors) {
   EXPECT_EQ(sgtopk_plan_destroy(nullptr), SGTOPK_OK);
   EXPECT_STREQ(sgtopk_last_error(), "");
   EXPECT_EQ(sgtopk_graph_destroy(nullptr), SGTOPK_OK);
+}
+
+// ------------------------------------------------ select args (no GPU) ----
+//
+// sgtopk_select refuses a compile-only plan before it looks at the args, so
+// these call the check it runs (make_select_params) on a plan made without a
+// device.
+
+namespace {
+
+sgtopk::Plan plan_with_flags(uint32_t flags) {
+  sgtopk_problem p = good_problem();
+  p.flags = flags;
+  const sgtopk::Policy policy = sgtopk::Policy::defaults();
+  return sgtopk::make_plan(sgtopk::validate_problem(&p), policy, sgtopk::resolve_target(-1, "sm_90", "sm_90"));
+}
+
+sgtopk_select_args good_args() {
+  sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
+  a.scores = 0x10000;
+  a.indices = 0x20000;
+  a.workspace = 0x30000;
+  return a;
+}
+
+// Expects make_select_params to reject `args` with every needle in the message.
+void expect_args_rejected(const sgtopk::Plan& plan, const sgtopk_select_args& args,
+                          const std::vector<std::string>& needles) {
+  try {
+    (void)sgtopk::make_select_params(plan, &args, 0);
+    ADD_FAILURE() << "args accepted; wanted: " << needles.front();
+  } catch (const sgtopk::Error& e) {
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
+    for (const auto& needle : needles) EXPECT_TRUE(contains(e.what(), needle)) << "message: " << e.what() << "\nwanted: " << needle;
+  }
+}
+
+}  // namespace
+
+TEST(ApiSelectArgs, InitMacroCoversRouteStats) {
+  const sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
+  EXPECT_EQ(a.struct_size, sizeof(sgtopk_select_args));
+  EXPECT_EQ(a.route_stats, 0u);
+  EXPECT_EQ(offsetof(sgtopk_select_args, route_stats) + sizeof(sgtopk_devptr), sizeof(sgtopk_select_args))
+      << "route_stats is the last field (fields are only ever appended)";
+}
+
+TEST(ApiSelectArgs, RouteStatsRequiredExactlyWhenTheFlagIsSet) {
+  const sgtopk::Plan without = plan_with_flags(0);
+  const sgtopk::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
+  ASSERT_FALSE(without.problem.route_stats);
+  ASSERT_TRUE(with.problem.route_stats);
+
+  sgtopk_select_args a = good_args();
+  EXPECT_EQ(sgtopk::make_select_params(without, &a, 0).route_stats, 0u);
+  expect_args_rejected(with, a, {"args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS"});
+
+  a.route_stats = 0x40000;
+  EXPECT_EQ(sgtopk::make_select_params(with, &a, 0).route_stats, 0x40000u);
+  expect_args_rejected(without, a, {"args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS"});
+
+  for (uint64_t misaligned : {0x40004ull, 0x40001ull}) {
+    a.route_stats = misaligned;
+    expect_args_rejected(with, a, {"args.route_stats is not 8-byte aligned"});
+  }
+}
+
+TEST(ApiSelectArgs, TheStructBeforeRouteStatsIsStillAccepted) {
+  const sgtopk::Plan without = plan_with_flags(0);
+  const sgtopk::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
+  sgtopk_select_args a = good_args();
+  a.struct_size = static_cast<uint32_t>(offsetof(sgtopk_select_args, route_stats));
+  a.route_stats = 0x40004;  // past struct_size: an older caller's garbage, never read
+  const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(without, &a, 0);
+  EXPECT_EQ(params.route_stats, 0u);
+  EXPECT_EQ(params.scores, a.scores);
+  EXPECT_EQ(params.indices, a.indices);
+  EXPECT_EQ(params.workspace, a.workspace);
+  EXPECT_EQ(params.rows, static_cast<uint64_t>(good_problem().rows));
+  // An older caller cannot pass the buffer a route-stats plan needs.
+  expect_args_rejected(with, a, {"args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS"});
+  // Anything shorter is not a sgtopk_select_args.
+  a.struct_size -= 8;
+  expect_args_rejected(without, a, {"args.struct_size is " + std::to_string(a.struct_size), "SGTOPK_SELECT_ARGS_INIT"});
 }

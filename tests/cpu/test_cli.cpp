@@ -232,6 +232,30 @@ TEST_F(CliTest, PlanRejectsABadProblem) {
   EXPECT_TRUE(contains(r.err, "K=0 is invalid: K must be in 1..8192")) << r.show();
 }
 
+TEST_F(CliTest, UsageNamesEveryProblemFlag) {
+  const CliResult r = run("help");
+  EXPECT_EQ(r.exit_code, 0) << r.show();
+  for (const char* flag : {"--values", "--sorted", "--starts", "--route-stats"})
+    EXPECT_TRUE(contains(r.err, flag)) << flag << "\n" << r.show();
+}
+
+// The route-statistics flag, from a manifest and from the command line: the
+// same problem, so the plan is the prewarmed kernel (one compile in all).
+TEST_F(CliTest, RouteStatsFlagInAManifestAndOnTheCommandLine) {
+  write_text(root_ / "stats.toml",
+             "arch = \"sm_90\"\n[[plan]]\nname = \"stats\"\nk = 64\nrows = 4\nwidth = 4096\n"
+             "flags = [\"values\", \"route_stats\"]\n");
+  const CliResult warm = run("prewarm " + shell_quote((root_ / "stats.toml").string()) + " --jobs 1");
+  ASSERT_EQ(warm.exit_code, 0) << warm.show();
+  EXPECT_TRUE(contains(warm.out, "1 plans: 0 cache hits, 1 compiled, 0 failed")) << warm.show();
+
+  const CliResult r = run("plan --k 64 --rows 4 --width 4096 --values --route-stats --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "+values +route_stats")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kRouteStats = true")) << r.show();
+  EXPECT_TRUE(contains(r.out, "(disk cache)")) << "not the manifest's kernel:\n" << r.show();
+}
+
 TEST_F(CliTest, PlanRejectsAnUnknownOption) {
   const CliResult r = run("plan --frobnicate 3");
   EXPECT_EQ(r.exit_code, 2) << r.show();
@@ -361,6 +385,7 @@ TEST_F(CliTest, PrewarmRejectsAnUnknownFlag) {
   const CliResult r = run("prewarm " + shell_quote((root_ / "bad.toml").string()));
   EXPECT_NE(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.err, "fast")) << r.show();
+  EXPECT_TRUE(contains(r.err, "(known: values, sorted, starts, route_stats)")) << r.show();
 }
 
 TEST_F(CliTest, PrewarmReportsAPlanThatFailsValidation) {
@@ -396,6 +421,10 @@ TEST_F(CliTest, SelftestSkipsWithoutAGpu) {
   EXPECT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(std::regex_search(r.out, std::regex("skipped: .*\\S"))) << r.show();
   EXPECT_TRUE(contains(r.out, "no CUDA driver")) << "the reason is given:\n" << r.show();
+  // The problem flags parse before the skip.
+  const CliResult stats = run("selftest --route-stats --values --sorted");
+  EXPECT_EQ(stats.exit_code, 0) << stats.show();
+  EXPECT_TRUE(contains(stats.out, "skipped")) << stats.show();
 }
 
 // -------------------------------------------------------------- simulate ----

@@ -1,5 +1,6 @@
 // Code generation and NVRTC without a GPU: what the generated source holds,
-// that it is deterministic and self-contained, a real NVRTC compile of every
+// that it is deterministic and self-contained, the planner's family choice
+// and the sampled plan's parameters, a real NVRTC compile of every
 // kernel variant the planner can emit for sm_90 (the cold compile figures are
 // printed), what the cache key covers, and a failing compile (reproduction
 // folder kept, nothing cached).
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -48,11 +50,13 @@ constexpr int64_t kShortWidth = 5000;          // <= 1024 threads x 16 items: th
 constexpr int64_t kLongWidth = int64_t{1} << 20;  // the streaming path
 
 Plan plan_for(int k, int64_t width, uint32_t flags = 0, const std::string& arch = "sm_90",
-              const Policy& policy = Policy::defaults(), const std::string& family = "", int64_t rows = 64) {
+              const Policy& policy = Policy::defaults(), const std::string& family = "", int64_t rows = 64,
+              int64_t pitch = 0) {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
   p.k = k;
   p.rows = rows;
   p.width = width;
+  p.pitch = pitch;
   p.flags = flags;
   const Problem problem = validate_problem(&p);
   const Target target = resolve_target(-1, arch.c_str(), policy.compile.default_arch);
@@ -98,6 +102,7 @@ struct Variant {
   int vector_bytes = 16;
   int frontier_global = 65536;
   bool opt_in = false;  // the policy's not-yet-default kernel options all on
+  int64_t pitch = 0;    // 0: width
 
   std::string name() const {
     std::string n = family + "_K" + std::to_string(k) + (width == kShortWidth ? "_short" : "_long") + std::to_string(width);
@@ -105,6 +110,8 @@ struct Variant {
     if (flags & SGTOPK_VALUES) n += "_values";
     if (flags & SGTOPK_SORTED) n += "_sorted";
     if (flags & SGTOPK_STARTS) n += "_starts";
+    if (flags & SGTOPK_ROUTE_STATS) n += "_routestats";
+    if (pitch != 0) n += "_pitch" + std::to_string(pitch);
     n += "_vec" + std::to_string(vector_bytes);
     if (frontier_global != 65536) n += "_fglobal" + std::to_string(frontier_global);
     if (opt_in) n += "_optin";
@@ -114,38 +121,51 @@ struct Variant {
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
 
-// The planner's axes: each family x {K 1, 7, 2048, 8192} x {short, long} rows,
-// with each flag on in some variant and none in others, and the policy's
-// vector width (4, 16) and global frontier capacity (0) varied.
+// The planner's axes, per family. direct_exact: {K 1, 7, 2048, 8192} x
+// {short, long} rows, with each flag on in some variant and none in others,
+// and the policy's vector width (4, 16) and global frontier capacity (0)
+// varied. sampled has no register-resident body (it streams every row, short
+// or long), so it gets fewer variants: plain, every flag with a
+// pitch, K = 1 and 8192, scalar loads (with no global frontier), the route
+// statistics, and the opt-in options (endpoint classification among them).
 std::vector<Variant> jit_variants() {
-  constexpr uint32_t V = SGTOPK_VALUES, S = SGTOPK_SORTED, T = SGTOPK_STARTS;
+  constexpr uint32_t V = SGTOPK_VALUES, S = SGTOPK_SORTED, T = SGTOPK_STARTS, R = SGTOPK_ROUTE_STATS;
   struct Spec {
+    const char* family;
     int k;
     int64_t width;
     uint32_t flags;
     int vector_bytes;
     int frontier_global;
     bool opt_in = false;
+    int64_t pitch = 0;
   };
   const Spec specs[] = {
-      {1, kShortWidth, 0, 16, 65536},
-      {7, kShortWidth, V, 16, 65536},
-      {2048, kShortWidth, S, 16, 65536},
-      {8192, kShortWidth, V | S | T, 16, 65536},
-      {2048, kShortWidth, T, 4, 65536},
-      {1, kLongWidth, T, 16, 65536},
-      {7, kLongWidth, V | S, 16, 65536},
-      {2048, kLongWidth, 0, 16, 65536},
-      {8192, kLongWidth, S, 16, 65536},
-      {2048, kLongWidth, V | T, 4, 65536},
-      {2048, kLongWidth, 0, 16, 0},
-      {8192, kLongWidth, V | S | T, 4, 0},
-      {2048, kLongWidth, V, 16, 65536, true},
-      {2048, kShortWidth, S | T, 16, 65536, true},
+      {"direct_exact", 1, kShortWidth, 0, 16, 65536},
+      {"direct_exact", 7, kShortWidth, V, 16, 65536},
+      {"direct_exact", 2048, kShortWidth, S, 16, 65536},
+      {"direct_exact", 8192, kShortWidth, V | S | T, 16, 65536},
+      {"direct_exact", 2048, kShortWidth, T, 4, 65536},
+      {"direct_exact", 1, kLongWidth, T, 16, 65536},
+      {"direct_exact", 7, kLongWidth, V | S, 16, 65536},
+      {"direct_exact", 2048, kLongWidth, 0, 16, 65536},
+      {"direct_exact", 8192, kLongWidth, S, 16, 65536},
+      {"direct_exact", 2048, kLongWidth, V | T, 4, 65536},
+      {"direct_exact", 2048, kLongWidth, 0, 16, 0},
+      {"direct_exact", 8192, kLongWidth, V | S | T | R, 4, 0},
+      {"direct_exact", 2048, kLongWidth, V, 16, 65536, true},
+      {"direct_exact", 2048, kShortWidth, S | T, 16, 65536, true},
+      {"sampled", 2048, kLongWidth, 0, 16, 65536},
+      {"sampled", 2048, kLongWidth, V | S | T, 16, 65536, false, kLongWidth + 13},
+      {"sampled", 1, kLongWidth, 0, 16, 65536},
+      {"sampled", 8192, kLongWidth, S, 16, 65536},
+      {"sampled", 2048, kLongWidth, V, 4, 0},
+      {"sampled", 2048, kLongWidth, R, 16, 65536},
+      {"sampled", 2048, kLongWidth, 0, 16, 65536, true},
   };
   std::vector<Variant> out;
-  for (const std::string& family : select_families())
-    for (const Spec& s : specs) out.push_back({family, s.k, s.width, s.flags, s.vector_bytes, s.frontier_global, s.opt_in});
+  for (const Spec& s : specs)
+    out.push_back({s.family, s.k, s.width, s.flags, s.vector_bytes, s.frontier_global, s.opt_in, s.pitch});
   return out;
 }
 
@@ -234,31 +254,167 @@ TEST(JitSource, EveryIncludedHeaderIsEmbedded) {
   EXPECT_GT(seen.size(), 1u);
 }
 
+// --------------------------------------------------------------- planner ----
+
+namespace {
+
+Policy edited_policy(const std::function<void(Policy&)>& edit) {
+  Policy p = Policy::defaults();
+  edit(p);
+  validate_policy(p, "<jit test policy>");
+  return p;
+}
+
+// The family the planner picks for a compile-only sm_90 target (132 SMs).
+std::string family_for(int k, int64_t rows, int64_t width, const Policy& policy = Policy::defaults()) {
+  return plan_for(k, width, 0, "sm_90", policy, "", rows).family;
+}
+
+}  // namespace
+
+TEST(JitPlanner, CompileOnlySm90HasTheH100SmCount) {
+  EXPECT_EQ(resolve_target(-1, "sm_90", "sm_90").sm_count, 132);
+}
+
+TEST(JitPlanner, PicksSampledForManyLongRows) {
+  const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
+  EXPECT_EQ(plan.family, "sampled");
+  EXPECT_EQ(plan.agent_header, "sgtopk/agent_sampled.cuh");
+  EXPECT_EQ(plan.agent, "sgtopk::SampledAgent");
+  EXPECT_EQ(plan.entry, "sgtopk_select_sampled");
+  // Narrow rows, or too few rows to fill 132 SMs: the direct family.
+  EXPECT_EQ(family_for(2048, 4096, 8192), "direct_exact");
+  EXPECT_EQ(family_for(2048, 16, 262144), "direct_exact");
+}
+
+TEST(JitPlanner, DispatchBoundaries) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.dispatch.sampled_min_width, 32768);
+  ASSERT_EQ(d.dispatch.sampled_min_rows_per_sm, 1);
+  // width >= sampled_min_width ...
+  EXPECT_EQ(family_for(2048, 4096, 32768), "sampled");
+  EXPECT_EQ(family_for(2048, 4096, 32767), "direct_exact");
+  // ... and rows >= SMs x sampled_min_rows_per_sm ...
+  EXPECT_EQ(family_for(2048, 132, 262144), "sampled");
+  EXPECT_EQ(family_for(2048, 131, 262144), "direct_exact");
+  const Policy two = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 2; });
+  EXPECT_EQ(family_for(2048, 264, 262144, two), "sampled");
+  EXPECT_EQ(family_for(2048, 263, 262144, two), "direct_exact");
+  const Policy any_rows = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 0; });
+  EXPECT_EQ(family_for(2048, 1, 262144, any_rows), "sampled");
+  // ... and width > K: a row no longer than K needs no selection.
+  const Policy any_width = edited_policy([](Policy& p) { p.dispatch.sampled_min_width = 0; });
+  EXPECT_EQ(family_for(2048, 4096, 2049, any_width), "sampled");
+  EXPECT_EQ(family_for(2048, 4096, 2048, any_width), "direct_exact");
+}
+
+TEST(JitPlanner, ForcingAFamily) {
+  // A shape the planner gives to direct_exact, forced to sampled, and back.
+  const Plan sampled = plan_for(2048, 8192, 0, "sm_90", Policy::defaults(), "sampled", 16);
+  EXPECT_EQ(sampled.family, "sampled");
+  EXPECT_EQ(sampled.entry, "sgtopk_select_sampled");
+  const Plan direct = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "direct_exact", 4096);
+  EXPECT_EQ(direct.family, "direct_exact");
+  EXPECT_EQ(direct.entry, "sgtopk_select_direct_exact");
+}
+
+TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
+  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled"}));
+  try {
+    (void)plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "sampeld", 4096);
+    FAIL() << "an unknown family was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled)")) << e.what();
+  }
+}
+
+TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
+  const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
+  ASSERT_EQ(plan.family, "sampled");
+  // Sample ranks ceil(margin * K / stride): 1.5 and 1.75 x 2048 over strides 128 and 64.
+  const std::string text = plan.parameters_text();
+  for (const char* line : {"kQ0Wide=24\n", "kQ1Wide=28\n", "kQ0Narrow=48\n", "kQ1Narrow=56\n", "kStrideWide=128\n",
+                           "kStrideNarrow=64\n", "kWideRowThreshold=131072ll\n", "kK=2048\n", "kThreads=512\n",
+                           "kRegisterItems=0\n", "kRouteStats=false\n"})
+    EXPECT_TRUE(contains(text, line)) << line << "not in:\n" << text;
+  // The launch: 512-thread persistent workers, two per SM.
+  EXPECT_EQ(plan.block, 512u);
+  EXPECT_EQ(plan.min_blocks_per_sm, 2u);
+  EXPECT_EQ(plan.grid, 132u * 2u);
+  EXPECT_TRUE(contains(generate_source(plan).text, "__launch_bounds__(512, 2) sgtopk_select_sampled("))
+      << generate_source(plan).text;
+  // The direct family keeps one block per SM in its bounds.
+  const Plan direct = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "direct_exact", 4096);
+  EXPECT_EQ(direct.min_blocks_per_sm, 1u);
+  EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
+  // Both families share the selection state and the frontier layout.
+  EXPECT_EQ(plan.dynamic_smem_bytes, direct.dynamic_smem_bytes);
+}
+
+TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.sampled.workers_per_sm, 2);
+  ASSERT_EQ(d.direct.frontier_global_capacity, 16384);
+  for (int64_t rows : {int64_t{1}, int64_t{200}, int64_t{264}, int64_t{265}, int64_t{4096}}) {
+    SCOPED_TRACE("rows=" + std::to_string(rows));
+    const Plan plan = plan_for(2048, 262144, 0, "sm_90", d, "sampled", rows);
+    const int64_t workers = std::min<int64_t>(rows, 132 * 2);
+    EXPECT_EQ(plan.grid, static_cast<unsigned>(workers));
+    EXPECT_EQ(plan.workspace_bytes, 256u + static_cast<uint64_t>(workers) * 16384u * 8u);
+  }
+  // The policy's worker count sizes the pool and the bounds; no global frontier leaves the counters.
+  const Plan three = plan_for(2048, 262144, 0, "sm_90", edited_policy([](Policy& p) { p.sampled.workers_per_sm = 3; }),
+                              "sampled", 4096);
+  EXPECT_EQ(three.grid, 132u * 3u);
+  EXPECT_EQ(three.min_blocks_per_sm, 3u);
+  EXPECT_EQ(three.workspace_bytes, 256u + 132u * 3u * 16384u * 8u);
+  const Plan none = plan_for(2048, 262144, 0, "sm_90",
+                             edited_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }), "sampled", 4096);
+  EXPECT_EQ(none.workspace_bytes, 256u);
+}
+
 // ------------------------------------------------------ NVRTC variants ----
 
 TEST(JitVariants, CoverThePlannersAxes) {
   const auto variants = jit_variants();
-  std::set<std::string> families;
-  std::set<int> ks;
-  bool short_row = false, long_row = false, values = false, sorted = false, starts = false, none = false;
-  bool vec4 = false, vec16 = false, fglobal0 = false;
+  struct Axes {
+    std::set<int> ks;
+    bool short_row = false, long_row = false, values = false, sorted = false, starts = false, route_stats = false,
+         none = false, pitch = false, vec4 = false, vec16 = false, fglobal0 = false, opt_in = false;
+  };
+  std::map<std::string, Axes> by_family;
   for (const auto& v : variants) {
-    families.insert(v.family);
-    ks.insert(v.k);
-    short_row |= v.width == kShortWidth;
-    long_row |= v.width == kLongWidth;
-    values |= (v.flags & SGTOPK_VALUES) != 0;
-    sorted |= (v.flags & SGTOPK_SORTED) != 0;
-    starts |= (v.flags & SGTOPK_STARTS) != 0;
-    none |= v.flags == 0;
-    vec4 |= v.vector_bytes == 4;
-    vec16 |= v.vector_bytes == 16;
-    fglobal0 |= v.frontier_global == 0;
+    Axes& a = by_family[v.family];
+    a.ks.insert(v.k);
+    a.short_row |= v.width == kShortWidth;
+    a.long_row |= v.width == kLongWidth;
+    a.values |= (v.flags & SGTOPK_VALUES) != 0;
+    a.sorted |= (v.flags & SGTOPK_SORTED) != 0;
+    a.starts |= (v.flags & SGTOPK_STARTS) != 0;
+    a.route_stats |= (v.flags & SGTOPK_ROUTE_STATS) != 0;
+    a.none |= v.flags == 0;
+    a.pitch |= v.pitch != 0 && v.pitch != v.width;
+    a.vec4 |= v.vector_bytes == 4;
+    a.vec16 |= v.vector_bytes == 16;
+    a.fglobal0 |= v.frontier_global == 0;
+    a.opt_in |= v.opt_in;
   }
+  std::set<std::string> families;
+  for (const auto& [family, a] : by_family) families.insert(family);
   EXPECT_EQ(families, std::set<std::string>(select_families().begin(), select_families().end()));
-  EXPECT_EQ(ks, (std::set<int>{1, 7, 2048, 8192}));
-  EXPECT_TRUE(short_row && long_row && values && sorted && starts && none && vec4 && vec16 && fglobal0);
-  EXPECT_LE(variants.size(), 16u * select_families().size());
+  for (const auto& [family, a] : by_family) {
+    SCOPED_TRACE(family);
+    EXPECT_TRUE(a.ks.count(1) && a.ks.count(2048) && a.ks.count(8192));
+    EXPECT_TRUE(a.long_row && a.values && a.sorted && a.starts && a.route_stats && a.none && a.vec4 && a.vec16 &&
+                a.fglobal0 && a.opt_in);
+  }
+  // Only direct_exact has a short-row (register-resident) body.
+  const Axes& direct = by_family["direct_exact"];
+  EXPECT_EQ(direct.ks, (std::set<int>{1, 7, 2048, 8192}));
+  EXPECT_TRUE(direct.short_row);
+  EXPECT_TRUE(by_family["sampled"].pitch);
+  EXPECT_LE(variants.size(), 24u) << "each variant is a cold NVRTC compile of several seconds";
   const Policy defaults = Policy::defaults();
   EXPECT_LE(kShortWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
   EXPECT_GT(kLongWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
@@ -269,16 +425,18 @@ class JitCompile : public ::testing::TestWithParam<Variant> {};
 TEST_P(JitCompile, NvrtcBuildsACubin) {
   const Variant& v = GetParam();
   const Policy policy = policy_for(v);
-  const Plan plan = plan_for(v.k, v.width, v.flags, "sm_90", policy, v.family);
+  const Plan plan = plan_for(v.k, v.width, v.flags, "sm_90", policy, v.family, 64, v.pitch);
   ASSERT_EQ(plan.family, v.family);
   ASSERT_EQ(plan.arch, "sm_90");
-  if (plan.family == "direct_exact") {
-    // The variant really exercises the path its width names.
-    const bool register_path = plan.constant("kRegisterItems") != "0";
-    EXPECT_EQ(register_path, v.width == kShortWidth) << "kRegisterItems=" << plan.constant("kRegisterItems");
-    EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
-    EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
-  }
+  // The variant really exercises what its name says.
+  const bool register_path = plan.constant("kRegisterItems") != "0";
+  EXPECT_EQ(register_path, plan.family == "direct_exact" && v.width == kShortWidth)
+      << "kRegisterItems=" << plan.constant("kRegisterItems");
+  EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
+  EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
+  EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
+  EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "true" : "false");
+  EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 
   const GeneratedSource src = generate_source(plan);
   const std::vector<std::string> options = nvrtc_options(plan);
@@ -291,7 +449,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ jit cold ] %-58s %8.1f ms  cubin %7zu B  smem %6u B  regs-path %s\n", v.name().c_str(), ms,
-              cubin.size(), plan.dynamic_smem_bytes, v.width == kShortWidth ? "yes" : "no");
+              cubin.size(), plan.dynamic_smem_bytes, register_path ? "yes" : "no");
   std::fflush(stdout);
 
   ASSERT_GE(cubin.size(), 4u);
@@ -346,6 +504,12 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
       {"+values", plan_for(2048, 100000, SGTOPK_VALUES)},
       {"+sorted", plan_for(2048, 100000, SGTOPK_SORTED)},
       {"+starts", plan_for(2048, 100000, SGTOPK_STARTS)},
+      {"+route_stats", plan_for(2048, 100000, SGTOPK_ROUTE_STATS)},
+      {"family sampled", plan_for(2048, 100000, 0, "sm_90", defaults, "sampled")},
+      {"family sampled, sampled.workers_per_sm=3",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.sampled.workers_per_sm = 3; }), "sampled")},
+      {"family sampled, stride_wide=64",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.sampled.stride_wide = 64; }), "sampled")},
       {"sm_80", plan_for(2048, 100000, 0, "sm_80")},
       {"sm_90a", plan_for(2048, 100000, 0, "sm_90a")},
       {"vector_bytes=4", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.vector_bytes = 4; }))},

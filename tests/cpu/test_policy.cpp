@@ -60,6 +60,9 @@ TEST(Policy, DefaultsAreThePapersConstants) {
   EXPECT_EQ(p.sampled.stride_narrow, 64);
   EXPECT_DOUBLE_EQ(p.sampled.primary_margin, 1.5);
   EXPECT_DOUBLE_EQ(p.sampled.secondary_margin, 1.75);
+  EXPECT_EQ(p.sampled.workers_per_sm, 2);
+  EXPECT_EQ(p.dispatch.sampled_min_width, 32768);
+  EXPECT_EQ(p.dispatch.sampled_min_rows_per_sm, 1);
   EXPECT_EQ(p.split.split_counts, (std::vector<int>{2, 4, 8}));
   EXPECT_EQ(p.compile.default_arch, "sm_90");
   EXPECT_NO_THROW(sgtopk::validate_policy(p));
@@ -127,6 +130,31 @@ TEST(Policy, OverlayOfOneKey) {
   Policy want = base;
   want.filter.pivot_iterations = 12;
   EXPECT_EQ(q, want);
+}
+
+TEST(Policy, SampledWorkersAndDispatchRowsPerSm) {
+  // Both keys, at their bounds; select.direct.workers_per_sm is a separate key.
+  const Policy p = sgtopk::parse_policy_string(
+      "[select.sampled]\nworkers_per_sm = 8\n[select.dispatch]\nsampled_min_rows_per_sm = 64\n");
+  Policy expected = Policy::defaults();
+  expected.sampled.workers_per_sm = 8;
+  expected.dispatch.sampled_min_rows_per_sm = 64;
+  EXPECT_EQ(p, expected);
+  EXPECT_EQ(p.direct.workers_per_sm, Policy::defaults().direct.workers_per_sm);
+
+  const Policy low = sgtopk::parse_policy_string("select.sampled.workers_per_sm = 1\nselect.dispatch.sampled_min_rows_per_sm = 0\n");
+  EXPECT_EQ(low.sampled.workers_per_sm, 1);
+  EXPECT_EQ(low.dispatch.sampled_min_rows_per_sm, 0);
+
+  // They round-trip, and appear in their sections of the TOML.
+  EXPECT_EQ(sgtopk::parse_policy_string(p.to_toml()), p);
+  const std::string text = Policy::defaults().to_toml();
+  const size_t sampled = text.find("[select.sampled]"), split = text.find("[select.split]");
+  const size_t dispatch = text.find("[select.dispatch]"), filter = text.find("[filter]");
+  const size_t workers = text.find("workers_per_sm = 2\n", sampled);
+  const size_t rows = text.find("sampled_min_rows_per_sm = 1\n");
+  EXPECT_TRUE(sampled < workers && workers < split) << text;
+  EXPECT_TRUE(dispatch < rows && rows < filter) << text;
 }
 
 TEST(Policy, IntegersAreAcceptedForDoubleKeys) {
@@ -216,6 +244,16 @@ TEST(PolicyErrors, OutOfRange) {
   expect_error("[select.sampled]\nsecondary_margin = nan\n",
                {kSource + ":2:", "select.sampled.secondary_margin = nan is out of range"});
   expect_error("[select.dispatch]\nsampled_min_width = -1\n", {kSource + ":2:", "select.dispatch.sampled_min_width = -1"});
+  expect_error("[select.sampled]\nworkers_per_sm = 0\n",
+               {kSource + ":2:", "select.sampled.workers_per_sm = 0 is out of range: must be in 1..8"});
+  expect_error("[select.sampled]\nworkers_per_sm = 9\n",
+               {kSource + ":2:", "select.sampled.workers_per_sm = 9 is out of range: must be in 1..8"});
+  expect_error("[select.dispatch]\nsampled_min_rows_per_sm = -1\n",
+               {kSource + ":2:", "select.dispatch.sampled_min_rows_per_sm = -1 is out of range: must be in 0..64"});
+  expect_error("[select.dispatch]\nsampled_min_rows_per_sm = 65\n",
+               {kSource + ":2:", "select.dispatch.sampled_min_rows_per_sm = 65 is out of range: must be in 0..64"});
+  expect_error("[select.sampled]\nworkers_per_sm = 2.0\n",
+               {kSource + ":2:", "select.sampled.workers_per_sm must be an integer, got a floating-point number"});
   expect_error("[compile]\nmax_registers = 8\n",
                {kSource + ":2:", "compile.max_registers = 8 is out of range: must be 0 or in 16..255"});
   expect_error("[compile]\ndefault_arch = \"sm90\"\n",

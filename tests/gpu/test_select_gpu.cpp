@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "runtime/driver.h"
+#include "runtime/policy.h"
+#include "runtime/sampled_reference.h"
 #include "support/test_support.h"
 
 namespace sgtopk::testing {
@@ -28,6 +30,8 @@ struct Case {
   bool lengths = true;     // pass a lengths array (else every row is `width`)
   std::vector<RowFamily> families = all_row_families();
   std::string policy;      // TOML overlay
+  std::string family;      // forced kernel family; empty: the planner's choice
+  std::vector<int> expect_routes;  // SGTOPK_ROUTE_* the inputs must exercise (with SGTOPK_ROUTE_STATS)
 };
 
 // gtest prints a parameter with PrintTo: show the case's name, not its bytes.
@@ -81,6 +85,7 @@ sgtopk_plan compile_for_device(const Case& c) {
   o.device = 0;
   o.own_workspace = 1;
   o.policy_toml = c.policy.empty() ? nullptr : c.policy.c_str();
+  o.family = c.family.empty() ? nullptr : c.family.c_str();
   sgtopk_plan plan = nullptr;
   EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   return plan;
@@ -88,7 +93,7 @@ sgtopk_plan compile_for_device(const Case& c) {
 
 // Device copies of one input set plus poisoned outputs.
 struct DeviceSet {
-  DeviceBuffer scores, lengths, starts, live, indices, values;
+  DeviceBuffer scores, lengths, starts, live, indices, values, route_stats;
   sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
 
   DeviceSet(const Case& c, const Inputs& in, int64_t out_pitch) {
@@ -103,6 +108,8 @@ struct DeviceSet {
     live.upload(&live_rows, 4);
     indices = DeviceBuffer(static_cast<size_t>(c.rows * out_pitch) * 4);
     values = DeviceBuffer(static_cast<size_t>(c.rows * out_pitch) * 4);
+    route_stats = DeviceBuffer(SGTOPK_ROUTE_STAT_SLOTS * 8);
+    route_stats.fill_u32(0u);
     poison();
     args.scores = scores.ptr();
     args.lengths = c.lengths ? lengths.ptr() : 0;
@@ -110,6 +117,7 @@ struct DeviceSet {
     args.live_rows = c.live_rows < 0 ? 0 : live.ptr();
     args.indices = indices.ptr();
     args.values = (c.flags & SGTOPK_VALUES) ? values.ptr() : 0;
+    args.route_stats = (c.flags & SGTOPK_ROUTE_STATS) ? route_stats.ptr() : 0;
   }
   void poison() {
     indices.fill_u32(kPoison);
@@ -137,6 +145,41 @@ std::string check(const Case& c, const Inputs& in, const DeviceSet& d, int64_t p
   return check_select_matrix(m);
 }
 
+// The routes the kernel should have counted: the sampled family's decisions
+// come from reference::decide_sampled_route row by row; the direct family
+// takes the exact route for every row longer than K.
+std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int64_t pitch, int64_t live_rows,
+                                           bool sampled) {
+  const Policy policy = c.policy.empty() ? Policy::defaults() : parse_policy_string(c.policy);
+  std::vector<uint64_t> stats(SGTOPK_ROUTE_STAT_SLOTS, 0);
+  for (int64_t r = 0; r < live_rows; ++r) {
+    const int64_t len = c.lengths ? in.lengths[static_cast<size_t>(r)] : c.width;
+    const float* row = in.scores.data() + r * pitch + in.starts[static_cast<size_t>(r)];
+    if (!sampled) {
+      ++stats[len <= c.k ? SGTOPK_ROUTE_SHORT : SGTOPK_ROUTE_EXACT];
+      continue;
+    }
+    const reference::SampledDecision d = reference::decide_sampled_route(row, len, c.k, static_cast<uint64_t>(r),
+                                                                         policy.sampled);
+    switch (d.route) {
+      case reference::SampledDecision::kShort: ++stats[SGTOPK_ROUTE_SHORT]; break;
+      case reference::SampledDecision::kNoView: ++stats[SGTOPK_ROUTE_NO_VIEW]; break;
+      case reference::SampledDecision::kPrimary: ++stats[SGTOPK_ROUTE_PRIMARY]; break;
+      case reference::SampledDecision::kBand: ++stats[SGTOPK_ROUTE_BAND]; break;
+      case reference::SampledDecision::kExact: ++stats[SGTOPK_ROUTE_EXACT]; break;
+    }
+    stats[SGTOPK_ROUTE_CANDIDATES] += static_cast<uint64_t>(d.admitted());
+  }
+  return stats;
+}
+
+std::string stats_text(const std::vector<uint64_t>& s) {
+  return "short=" + std::to_string(s[SGTOPK_ROUTE_SHORT]) + " no_view=" + std::to_string(s[SGTOPK_ROUTE_NO_VIEW]) +
+         " primary=" + std::to_string(s[SGTOPK_ROUTE_PRIMARY]) + " band=" + std::to_string(s[SGTOPK_ROUTE_BAND]) +
+         " exact=" + std::to_string(s[SGTOPK_ROUTE_EXACT]) +
+         " candidates=" + std::to_string(s[SGTOPK_ROUTE_CANDIDATES]);
+}
+
 void synchronize() { check_cuda(driver().cuCtxSynchronize(), "kernel execution"); }
 
 void run_case(const Case& c) {
@@ -153,6 +196,16 @@ void run_case(const Case& c) {
   synchronize();
   const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
   EXPECT_EQ(check(c, in, d, pitch, out_pitch, live), "") << c.name;
+  if (c.flags & SGTOPK_ROUTE_STATS) {
+    sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+    ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+    const bool sampled = std::string(info.family) == "sampled";
+    const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, sampled);
+    const std::vector<uint64_t> got = d.route_stats.download_as<uint64_t>(SGTOPK_ROUTE_STAT_SLOTS);
+    EXPECT_EQ(stats_text(got), stats_text(expected)) << c.name << " (" << info.family << ")";
+    for (int route : c.expect_routes)
+      EXPECT_GT(expected[static_cast<size_t>(route)], 0u) << c.name << ": inputs do not exercise route " << route;
+  }
   sgtopk_plan_destroy(plan);
 }
 
@@ -296,18 +349,129 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Contract, SelectGpu, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// The sampled family: the whole contract suite forced through it (short rows,
+// views too small, recovery: every route must still be exact), with its
+// route statistics checked row by row against the CPU reference; then inputs
+// built to defeat a strided sample and policies that force each route.
+std::vector<Case> sampled_cases() {
+  std::vector<Case> out;
+  for (Case c : cases()) {
+    c.name = "sampled_" + c.name;
+    c.family = "sampled";
+    c.flags |= SGTOPK_ROUTE_STATS;
+    out.push_back(c);
+  }
+  const std::vector<RowFamily> defeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
+                                            RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
+                                            RowFamily::kIndexerLike, RowFamily::kNaNInTop};
+  {  // Wide rows (stride 128) of sample-defeating structure, more rows than workers.
+    Case c;
+    c.name = "sampled_defeaters_wide";
+    c.k = 2048;
+    c.rows = 300;
+    c.width = 262144;
+    c.families = defeaters;
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT, SGTOPK_ROUTE_SHORT};
+    out.push_back(c);
+  }
+  {  // Narrower rows (stride 64).
+    Case c;
+    c.name = "sampled_defeaters_narrow";
+    c.k = 1024;
+    c.rows = 400;
+    c.width = 60001;
+    c.families = defeaters;
+    c.flags = SGTOPK_ROUTE_STATS;
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
+    out.push_back(c);
+  }
+  {  // A tight primary margin underfills often; the band recovers most rows.
+    Case c;
+    c.name = "sampled_band";
+    c.k = 2048;
+    c.rows = 300;
+    c.width = 200000;
+    c.lengths = false;
+    c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike};
+    c.flags = SGTOPK_ROUTE_STATS;
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.6\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
+    out.push_back(c);
+  }
+  {  // No band (equal margins): underfilled rows go straight to exact recovery.
+    Case c;
+    c.name = "sampled_exact_recovery";
+    c.k = 2048;
+    c.rows = 300;
+    c.width = 200000;
+    c.lengths = false;
+    c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_SORTED;
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
+    out.push_back(c);
+  }
+  {  // Frontiers past the shared and global stores: refinement re-reads the row.
+    Case c;
+    c.name = "sampled_frontier_overflow";
+    c.k = 2048;
+    c.rows = 200;
+    c.width = 100000;
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 1024\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    out.push_back(c);
+  }
+  {  // One worker per SM, small blocks, live_rows: the row counter path.
+    Case c;
+    c.name = "sampled_small_blocks_live_rows";
+    c.k = 512;
+    c.rows = 1000;
+    c.live_rows = 777;
+    c.width = 40000;
+    c.flags = SGTOPK_ROUTE_STATS;
+    c.policy = "[select.sampled]\nblock_threads = 256\nworkers_per_sm = 1\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sampled, SelectGpu, ::testing::ValuesIn(sampled_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Direct family with route statistics: every row longer than K is exact.
+INSTANTIATE_TEST_SUITE_P(DirectRouteStats, SelectGpu, ::testing::Values([] {
+                           Case c;
+                           c.name = "direct_route_stats";
+                           c.k = 300;
+                           c.rows = 50;
+                           c.width = 20000;
+                           c.family = "direct_exact";
+                           c.flags = SGTOPK_ROUTE_STATS;
+                           c.expect_routes = {SGTOPK_ROUTE_SHORT, SGTOPK_ROUTE_EXACT};
+                           return c;
+                         }()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
 // A graph built once replays correctly after the device-side lengths and
 // live_rows change, and after its pointers are swapped to a second input set.
-TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
+// Per family: the sampled family's row counter must be restored on the
+// device for replays to see every row (more rows than workers here).
+class SelectGpuGraph : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   SGTOPK_REQUIRE_GPU();
   test_context();
   SGTOPK_SEEDED_RNG(rng, "graph");
   Case c;
   c.name = "graph";
+  c.family = GetParam();
   c.k = 512;
-  c.rows = 64;
-  c.width = 30000;
-  c.live_rows = 64;
+  c.rows = 600;
+  c.width = 40000;
+  c.live_rows = 600;
   c.flags = SGTOPK_VALUES;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
@@ -318,12 +482,12 @@ TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
 
   ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK) << sgtopk_last_error();
   synchronize();
-  EXPECT_EQ(check(c, in, d, c.width, c.k, 64), "") << "first replay";
+  EXPECT_EQ(check(c, in, d, c.width, c.k, c.rows), "") << "first replay";
 
   // New lengths and fewer live rows, written on the device only.
   for (auto& l : in.lengths) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.width + 1));
   d.lengths.upload(in.lengths);
-  const int32_t live = 23;
+  const int32_t live = 423;
   d.live.upload(&live, 4);
   d.poison();
   ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
@@ -337,7 +501,7 @@ TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   ASSERT_EQ(sgtopk_graph_update(graph, &d2.args), SGTOPK_OK) << sgtopk_last_error();
   ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
   synchronize();
-  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "replay after pointer update";
+  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, c.rows), "") << "replay after pointer update";
 
   // Replays are repeatable (device state restored), also after the plan
   // handle is gone (the graph keeps its kernel and workspace alive).
@@ -345,19 +509,20 @@ TEST(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   d2.poison();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
   synchronize();
-  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, 64), "") << "repeated replays";
+  EXPECT_EQ(check(c2, in2, d2, c.width, c.k, c.rows), "") << "repeated replays";
   sgtopk_graph_destroy(graph);
 }
 
 // Stream capture by the caller (as a framework would) also works.
-TEST(SelectGpuGraph, CapturesInCallerStream) {
+TEST_P(SelectGpuGraph, CapturesInCallerStream) {
   SGTOPK_REQUIRE_GPU();
   test_context();
   SGTOPK_SEEDED_RNG(rng, "capture");
   Case c;
   c.name = "capture";
+  c.family = GetParam();
   c.k = 64;
-  c.rows = 16;
+  c.rows = 300;
   c.width = 5000;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
@@ -372,14 +537,20 @@ TEST(SelectGpuGraph, CapturesInCallerStream) {
   check_cuda(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
   CUgraphExec exec;
   check_cuda(cu.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
-  check_cuda(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
-  check_cuda(cu.cuStreamSynchronize(stream), "replay");
-  EXPECT_EQ(check(c, in, d, c.width, c.k, c.rows), "");
+  for (int replay = 0; replay < 2; ++replay) {
+    d.poison();
+    check_cuda(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+    check_cuda(cu.cuStreamSynchronize(stream), "replay");
+    EXPECT_EQ(check(c, in, d, c.width, c.k, c.rows), "") << "replay " << replay;
+  }
   cu.cuGraphExecDestroy(exec);
   cu.cuGraphDestroy(graph);
   cu.cuStreamDestroy(stream);
   sgtopk_plan_destroy(plan);
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // Bad launch arguments are refused and change nothing on the device.
 TEST(SelectGpuErrors, BadArgumentsChangeNothing) {
@@ -400,6 +571,10 @@ TEST(SelectGpuErrors, BadArgumentsChangeNothing) {
   no_values.values = 0;
   EXPECT_EQ(sgtopk_select(plan, &no_values, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(sgtopk_last_error()).find("SGTOPK_VALUES"), std::string::npos) << sgtopk_last_error();
+  sgtopk_select_args stray_stats = d.args;
+  stray_stats.route_stats = d.route_stats.ptr();
+  EXPECT_EQ(sgtopk_select(plan, &stray_stats, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("SGTOPK_ROUTE_STATS"), std::string::npos) << sgtopk_last_error();
   sgtopk_select_args no_scores = d.args;
   no_scores.scores = 0;
   EXPECT_EQ(sgtopk_select(plan, &no_scores, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);

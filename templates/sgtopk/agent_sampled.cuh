@@ -1,0 +1,199 @@
+// Sample-guided exact select (HPC-Ops paper, sections 3-5; ALGORITHM.md):
+// persistent worker CTAs, one row at a time.
+//
+//   phase 1  proposal: a strided view of the row (row-dependent phase) is
+//            histogrammed by coarse key; the bins holding sample ranks q0 and
+//            q1 become the primary and secondary boundaries tau0 >= tau1
+//   phase 2  certification: the one full pass admits every x >= endpoint(tau0)
+//            into the frontier and histograms its first FP32 digit; K or more
+//            admitted certifies the proposal (lemma 4.1)
+//   band     on underfill only: a second pass adds endpoint(tau1) <= x < endpoint(tau0)
+//   exact    on continued underfill (or a view too small): the direct-exact route
+//   phase 3  frontier-only refinement, the same Refinement as direct-exact
+//
+// Nothing is written to the output before a route has certified its
+// candidates, so sampling changes how much work a row costs, never its answer.
+// The decisions match reference::decide_sampled_route row by row (the route
+// statistics let tests assert that).
+//
+// Config adds to the direct-exact constants: kStrideWide, kStrideNarrow,
+// kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
+// computed on the host), kRouteStats.
+#pragma once
+#include "sgtopk/agent_direct_exact.cuh"
+
+namespace sgtopk {
+
+// Phase a_r of row r's view; the host reference uses the same formula.
+SGTOPK_DEVICE u32 sample_phase(u64 row_id, int stride) {
+  if (stride <= 1) return 0u;
+  return static_cast<u32>((row_id * 0x9E3779B97F4A7C15ull) >> 40) % static_cast<u32>(stride);
+}
+
+// Counters at the start of the workspace, restored by the last worker out so
+// that the next launch (or graph replay) starts from zero.
+struct RowClaims {
+  u32 next_row;          // rows claimed after the first wave
+  u32 finished_workers;  // workers that have claimed their last row
+};
+
+template <typename Config>
+struct SampledAgent {
+  typedef DirectExactAgent<Config> Exact;  // the recovery route
+  typedef typename Exact::Store Store;
+  typedef typename Exact::Output Output;
+  typedef StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> Row;
+  typedef Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output> Refine;
+  static constexpr unsigned kSharedBytes = Exact::kSharedBytes;
+
+  // The proposal's two boundaries as inclusive FP32 endpoints.
+  struct Proposal {
+    float primary_low;    // endpoint(tau0)
+    float secondary_low;  // endpoint(tau1) <= primary_low
+  };
+
+  // Phase 1. Returns false when the view is too small to propose anything.
+  static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
+                                    Proposal* proposal) {
+    const bool wide = static_cast<long long>(len) >= Config::kWideRowThreshold;
+    const int stride = wide ? Config::kStrideWide : Config::kStrideNarrow;
+    const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
+    const u32 q1 = static_cast<u32>(wide ? Config::kQ1Wide : Config::kQ1Narrow);
+    const int phase = static_cast<int>(sample_phase(static_cast<u64>(row_id), stride));
+    const int view = len > phase ? (len - 1 - phase) / stride + 1 : 0;
+    if (view < static_cast<int>(max_of(q0, q1))) return false;
+
+    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
+    __syncthreads();
+    // kGather independent gathers in flight per thread before the first is
+    // counted. NaN samples (bin 0) are not counted, so a rank reached only
+    // through NaN falls back to -inf's bin (NaN is never admitted).
+    constexpr int kGather = 8;
+    for (int base = 0; base < view; base += Config::kThreads * kGather) {
+      float sample[kGather];
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
+        sample[u] = j < view ? __ldg(scores + phase + static_cast<long long>(j) * stride) : __int_as_float(0x7fc00000);
+      }
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const u32 bin = coarse_key(sample[u]);
+        if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
+      }
+    }
+    __syncthreads();
+    const RankBin primary = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, q0, state.scratch);
+    const RankBin secondary = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, q1, state.scratch);
+    const u32 tau0 = primary.total >= q0 ? primary.bin : kCoarseKeyMinNumber;
+    const u32 tau1 = secondary.total >= q1 ? secondary.bin : kCoarseKeyMinNumber;
+    if (threadIdx.x == 0) {
+      state.boundary_low = coarse_bin_lower_endpoint(tau0);
+      state.boundary_high = tau1 == tau0 ? state.boundary_low : coarse_bin_lower_endpoint(tau1);
+    }
+    __syncthreads();
+    proposal->primary_low = state.boundary_low;
+    proposal->secondary_low = state.boundary_high;
+    return true;
+  }
+
+  // Phase 2 and, on underfill, the band: each pass admits every x in
+  // [low, high) as a candidate, stored and histogrammed by its first FP32
+  // digit. Returns whether the candidates (exactly the x >= admit_low) hold
+  // the top-K: lemma 4.1, since every admitted value exceeds every other.
+  static SGTOPK_DEVICE bool certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
+                                    int* route, PhaseClock<Config::kRouteStats>& clock) {
+    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
+    if (threadIdx.x == 0) {
+      state.committed = 0u;
+      state.next_count = 0u;
+      state.remaining = static_cast<u32>(Config::kK);
+      state.done = 0u;
+      state.prefix = 0ull;
+      state.admit_by_threshold = 1u;
+    }
+    __syncthreads();
+    // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
+    // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
+    float low = proposal.primary_low, high = __int_as_float(0x7fc00000);
+    for (int pass = 0; pass < 2; ++pass) {
+      row.for_each([&](int i, float value) { refine.carry(value >= low && !(value >= high), value, static_cast<u32>(i), 0); },
+                   NothingBetweenChunks());
+      __syncthreads();
+      clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
+      const u32 admitted = state.next_count;
+      if (admitted >= static_cast<u32>(Config::kK)) {
+        *route = pass == 0 ? kRoutePrimary : kRouteBand;
+        if (threadIdx.x == 0) {
+          state.frontier_count = admitted;
+          state.admit_low = low;
+        }
+        __syncthreads();
+        return true;
+      }
+      if (!(proposal.secondary_low < proposal.primary_low)) break;  // no band
+      high = low;
+      low = proposal.secondary_low;
+    }
+    return false;
+  }
+
+  static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, const Output& out, const float* scores,
+                                       int len, long long row_id, u64* sort_buffer, unsigned long long* stats) {
+    if (len <= Config::kK) {
+      count_route<Config::kRouteStats>(stats, kRouteShort);
+      return Exact::select_short_row(out, scores, len, sort_buffer);
+    }
+    PhaseClock<Config::kRouteStats> clock(stats);
+    Row row;
+    row.load(scores, len);
+    Refine refine{state, store, row, out};
+    Proposal proposal;
+    int route = kRouteNoView;
+    if (propose(state, scores, len, row_id, &proposal)) {
+      clock.lap(kCyclesProposal);
+      route = kRouteExact;
+      certify(state, refine, row, proposal, &route, clock);
+    }
+    count_route<Config::kRouteStats>(stats, route);
+    if (route == kRoutePrimary || route == kRouteBand) {
+      count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
+    } else {
+      Exact::exact_boundary(state, store, row, out);
+      clock.lap(kCyclesRecovery);
+    }
+    Exact::refine_and_write(state, store, row, out, scores, sort_buffer);
+    clock.lap(kCyclesRefinement);
+  }
+
+  static SGTOPK_DEVICE void run(const SelectParams& p) {
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    __shared__ long long claimed_row;
+    RowClaims* claims = reinterpret_cast<RowClaims*>(p.workspace);
+    const typename Exact::Worker w =
+        Exact::make_worker(shared_bytes, static_cast<unsigned char*>(p.workspace) + kRowClaimsBytes);
+    const long long live = live_row_count(p, static_cast<long long>(p.rows));
+    // The first wave is assigned directly; later rows go to whichever worker
+    // finishes first (ragged rows make a static stride unbalanced).
+    for (long long r = blockIdx.x; r < live;) {
+      const typename Exact::RowTask task = Exact::row_task(p, r);
+      select_row(*w.state, w.store, task.out, task.scores, task.len, r, w.sort_buffer, p.route_stats);
+      __syncthreads();  // shared state is reused by the next row
+      if (threadIdx.x == 0) claimed_row = static_cast<long long>(gridDim.x) + atomicAdd(&claims->next_row, 1u);
+      __syncthreads();
+      r = claimed_row;
+    }
+    // Every worker has made its last claim once all have arrived here: the
+    // last one restores the counters for the next launch.
+    if (threadIdx.x == 0) {
+      __threadfence();
+      if (atomicAdd(&claims->finished_workers, 1u) == gridDim.x - 1u) {
+        claims->next_row = 0u;
+        claims->finished_workers = 0u;
+        __threadfence();
+      }
+    }
+  }
+};
+
+}  // namespace sgtopk
