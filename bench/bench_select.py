@@ -94,7 +94,21 @@ SINK_BOOST = 4.0
 RECENT_POSITIONS = 2048
 RECENT_BOOST = 3.0
 
-WORKLOADS = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep"]
+WORKLOADS = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep", "margin-sweep", "stride-sweep"]
+
+# The sampled family's two knobs, swept as in the paper's figures 9 and 10: the
+# primary margin rho0 (K to 2K; the band margin follows 0.25 above it) and the
+# view stride s (16 to 256, both row classes).
+MARGINS = (1.0, 1.25, 1.5, 1.75, 2.0)
+STRIDES = (16, 32, 64, 128, 256)
+
+
+def policy_for(cfg, args):
+    """The policy TOML of one configuration: a sweep's variant, else --policy-toml."""
+    own = cfg.get("policy")
+    if own and args.policy_toml:
+        return args.policy_toml + "\n" + own
+    return own or args.policy_toml
 
 
 # --- route statistics ------------------------------------------------------------
@@ -103,7 +117,7 @@ def route_stats(ctx, cfg, args, scores, lengths, stream, h):
     launch of the same plan compiled with SGTOPK_ROUTE_STATS (the timed plan
     carries no counters). Returns {name: count} plus recovery_rate."""
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
-    plan = ctx.lib.compile(k=K, rows=M, width=N, flags=sg.SGTOPK_ROUTE_STATS, device=0, policy_toml=args.policy_toml,
+    plan = ctx.lib.compile(k=K, rows=M, width=N, flags=sg.SGTOPK_ROUTE_STATS, device=0, policy_toml=policy_for(cfg, args),
                            family=args.family, own_workspace=True)
     try:
         with torch.cuda.stream(stream):
@@ -153,6 +167,15 @@ def make_configs(workload, quick, shapes_override=None):
         if quick:
             ks = (256, 2048, 8192)
         out = [dict(M=2048, N=262144, K=k, lengths="causal") for k in ks]
+    elif workload in ("margin-sweep", "stride-sweep"):
+        shapes = [(2048, 262144)] if quick else [(2048, 262144), (8192, 1048576)]
+        if workload == "margin-sweep":
+            variants = [("rho0=%g" % m, "[select.sampled]\nprimary_margin = %r\nsecondary_margin = %r\n" % (m, m + 0.25))
+                        for m in MARGINS]
+        else:
+            variants = [("s=%d" % s, "[select.sampled]\nstride_wide = %d\nstride_narrow = %d\n" % (s, s))
+                        for s in STRIDES]
+        out = [dict(M=m, N=n, K=2048, lengths="causal", variant=v, policy=p) for m, n in shapes for v, p in variants]
     else:
         raise ValueError("unknown workload %r" % workload)
     if shapes_override:
@@ -435,6 +458,7 @@ def run_config(ctx, cfg, kind):
     args = ctx.args
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     run = {"op": "select", "M": M, "N": N, "K": K, "scores": kind, "lengths": cfg["lengths"],
+           "variant": cfg.get("variant"), "policy_toml": policy_for(cfg, args),
            "family": None, "time_ms": None, "floor_ms": None, "ratio": None, "exact": None,
            "baselines": {}, "speedup_vs_torch": None, "plan": None, "workspace_bytes": None}
     bytes_scores = M * N * 4
@@ -468,7 +492,7 @@ def run_config(ctx, cfg, kind):
         run["floor_ms"] = floor_bytes / (ctx.bandwidth * 1e6)
 
         c0 = time.perf_counter()
-        plan = ctx.lib.compile(k=K, rows=M, width=N, device=0, policy_toml=args.policy_toml, family=args.family,
+        plan = ctx.lib.compile(k=K, rows=M, width=N, device=0, policy_toml=policy_for(cfg, args), family=args.family,
                                own_workspace=True)
         run["compile_wall_ms"] = (time.perf_counter() - c0) * 1e3
         info = plan.info
@@ -617,7 +641,8 @@ def write_outputs(doc, base):
 
 
 def fmt_line(i, n, run):
-    head = "[%d/%d] M=%d N=%d K=%d %s" % (i, n, run["M"], run["N"], run["K"], run.get("scores"))
+    head = "[%d/%d] M=%d N=%d K=%d %s%s" % (i, n, run["M"], run["N"], run["K"], run.get("scores"),
+                                          (" " + run["variant"]) if run.get("variant") else "")
     if run.get("skipped"):
         return head + ": skipped (%s)" % run["skipped"]
     if run.get("error"):
