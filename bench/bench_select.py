@@ -594,6 +594,9 @@ def _check_context(ctx):
 
 # --- run metadata / output -----------------------------------------------------------
 def git_commit():
+    """The commit measured: SGTOPK_COMMIT when set (a copied working tree may carry a stale .git), else git."""
+    if os.environ.get("SGTOPK_COMMIT"):
+        return os.environ["SGTOPK_COMMIT"], None
     try:
         r = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                            timeout=10)
