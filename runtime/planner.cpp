@@ -109,6 +109,7 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
   // Sample ranks are computed here once (reference::sample_rank), never on the GPU.
   const auto rank = [&](double margin, int stride) { return str(reference::sample_rank(margin, p.k, stride)); };
   plan.constants.insert(plan.constants.end(), {
+      {"kViewGather", str(sp.view_loads_in_flight)},
       {"kStrideWide", str(sp.stride_wide)},
       {"kStrideNarrow", str(sp.stride_narrow)},
       {"kWideRowThreshold", str(sp.wide_row_threshold) + "ll"},

@@ -16,7 +16,7 @@
 // The decisions match reference::decide_sampled_route row by row (the route
 // statistics let tests assert that).
 //
-// Config adds to the direct-exact constants: kStrideWide, kStrideNarrow,
+// Config adds to the direct-exact constants: kViewGather, kStrideWide, kStrideNarrow,
 // kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
 // computed on the host), kRouteStats.
 #pragma once
@@ -65,10 +65,10 @@ struct SampledAgent {
 
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
     __syncthreads();
-    // kGather independent gathers in flight per thread before the first is
-    // counted. NaN samples (bin 0) are not counted, so a rank reached only
+    // kViewGather independent gathers in flight per thread before the first
+    // is counted. NaN samples (bin 0) are not counted, so a rank reached only
     // through NaN falls back to -inf's bin (NaN is never admitted).
-    constexpr int kGather = 8;
+    constexpr int kGather = Config::kViewGather;
     for (int base = 0; base < view; base += Config::kThreads * kGather) {
       float sample[kGather];
 #pragma unroll
