@@ -72,15 +72,27 @@ uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {
   return static_cast<uint64_t>(workers) * static_cast<uint64_t>(policy.direct.frontier_global_capacity) * 8u;
 }
 
+// What every persistent select family shares: its names, one worker CTA of
+// `threads` per row at a time, `workers_per_sm` of them per SM (never more
+// workers than rows), and the launch geometry that follows.
+Plan persistent_plan(const std::string& family, const std::string& agent_file, const std::string& agent, int threads,
+                     int workers_per_sm, const Problem& p, const Policy& policy, const Target& target) {
+  Plan plan;
+  plan.family = family;
+  plan.agent_header = "sgtopk/" + agent_file;
+  plan.agent = "sgtopk::" + agent;
+  plan.entry = "sgtopk_select_" + family;
+  plan.block = static_cast<unsigned>(threads);
+  plan.min_blocks_per_sm = occupancy_hint(threads, workers_per_sm);
+  plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * workers_per_sm));
+  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  return plan;
+}
+
 Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDirectPolicy& d = policy.direct;
-  Plan plan;
-  plan.family = "direct_exact";
-  plan.agent_header = "sgtopk/agent_direct_exact.cuh";
-  plan.agent = "sgtopk::DirectExactAgent";
-  plan.entry = "sgtopk_select_direct_exact";
-  plan.block = static_cast<unsigned>(d.block_threads);
-  plan.min_blocks_per_sm = occupancy_hint(d.block_threads, d.workers_per_sm);
+  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
+                              d.workers_per_sm, p, policy, target);
 
   // Short rows stay in registers between the passes (the short-row specialization).
   const int64_t register_capacity = int64_t{d.block_threads} * d.items_per_thread;
@@ -88,22 +100,14 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
                                  ? static_cast<int>((p.width + d.block_threads - 1) / d.block_threads)
                                  : 0;
   plan.constants = select_constants(p, policy, d.block_threads, register_items);
-  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
-  const int64_t workers = std::min<int64_t>(p.rows, int64_t{target.sm_count} * d.workers_per_sm);
-  plan.grid = static_cast<unsigned>(workers);
-  plan.workspace_bytes = frontier_slices_bytes(policy, workers);
+  plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }
 
 Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) {
   const SelectSampledPolicy& sp = policy.sampled;
-  Plan plan;
-  plan.family = "sampled";
-  plan.agent_header = "sgtopk/agent_sampled.cuh";
-  plan.agent = "sgtopk::SampledAgent";
-  plan.entry = "sgtopk_select_sampled";
-  plan.block = static_cast<unsigned>(sp.block_threads);
-  plan.min_blocks_per_sm = occupancy_hint(sp.block_threads, sp.workers_per_sm);
+  Plan plan = persistent_plan("sampled", "agent_sampled.cuh", "SampledAgent", sp.block_threads, sp.workers_per_sm, p,
+                              policy, target);
 
   plan.constants = select_constants(p, policy, sp.block_threads, 0);
   // Sample ranks are computed here once (reference::sample_rank), never on the GPU.
@@ -118,11 +122,8 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
       {"kQ0Narrow", rank(sp.primary_margin, sp.stride_narrow)},
       {"kQ1Narrow", rank(sp.secondary_margin, sp.stride_narrow)},
   });
-  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
-  const int64_t workers = std::min<int64_t>(p.rows, int64_t{target.sm_count} * sp.workers_per_sm);
-  plan.grid = static_cast<unsigned>(workers);
-  // The row counters (kRowClaimsBytes in agent_sampled.cuh), then the slices.
-  plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, workers);
+  // The row counters (kRowClaimsBytes in common.cuh), then the slices.
+  plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, plan.grid);
   return plan;
 }
 

@@ -45,18 +45,7 @@ struct DirectExactAgent {
   // the bin as the frontier.
   template <typename Row>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out) {
-    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
-    if (threadIdx.x == 0) {
-      state.committed = 0u;
-      state.frontier_count = 0u;
-      state.next_count = 0u;
-      state.remaining = static_cast<u32>(Config::kK);
-      state.done = 0u;
-      state.prefix = 0ull;
-      state.floor_bin = 0u;
-      state.admit_by_threshold = 0u;
-    }
-    __syncthreads();
+    begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 0u);
     int chunk = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and

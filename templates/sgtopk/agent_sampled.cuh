@@ -103,16 +103,7 @@ struct SampledAgent {
   // the top-K: lemma 4.1, since every admitted value exceeds every other.
   static SGTOPK_DEVICE bool certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
                                     int* route, PhaseClock<Config::kRouteStats>& clock) {
-    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
-    if (threadIdx.x == 0) {
-      state.committed = 0u;
-      state.next_count = 0u;
-      state.remaining = static_cast<u32>(Config::kK);
-      state.done = 0u;
-      state.prefix = 0ull;
-      state.admit_by_threshold = 1u;
-    }
-    __syncthreads();
+    begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
     // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
     // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
     float low = proposal.primary_low, high = __int_as_float(0x7fc00000);

@@ -66,6 +66,25 @@ struct SelectionState {
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
+// A row's selection starts empty: the histogram cleared, nothing committed,
+// the whole rank K to fill. `admit_by_threshold` says how the first frontier
+// is formed (1: the sampled routes' x >= admit_low; 0: the coarse boundary bin).
+template <int kThreads>
+SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_threshold) {
+  clear_words<kThreads>(state.histogram, kCoarseBins);
+  if (threadIdx.x == 0) {
+    state.committed = 0u;
+    state.frontier_count = 0u;
+    state.next_count = 0u;
+    state.remaining = k;
+    state.done = 0u;
+    state.prefix = 0ull;
+    state.floor_bin = 0u;
+    state.admit_by_threshold = admit_by_threshold;
+  }
+  __syncthreads();
+}
+
 template <int kSharedCapacity, int kGlobalCapacity>
 struct FrontierStore {
   static constexpr u32 kCapacity = static_cast<u32>(kSharedCapacity) + static_cast<u32>(kGlobalCapacity);
