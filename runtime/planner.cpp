@@ -110,17 +110,20 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
                               policy, target);
 
   plan.constants = select_constants(p, policy, sp.block_threads, 0);
-  // Sample ranks are computed here once (reference::sample_rank), never on the GPU.
+  // Strides and sample ranks are fixed here, once, by the functions the CPU
+  // reference uses (reference::stride_for_rank, sample_rank), never on the GPU.
+  const int wide = reference::stride_for_rank(sp.stride_wide, p.k, sp);
+  const int narrow = reference::stride_for_rank(sp.stride_narrow, p.k, sp);
   const auto rank = [&](double margin, int stride) { return str(reference::sample_rank(margin, p.k, stride)); };
   plan.constants.insert(plan.constants.end(), {
       {"kViewGather", str(sp.view_loads_in_flight)},
-      {"kStrideWide", str(sp.stride_wide)},
-      {"kStrideNarrow", str(sp.stride_narrow)},
+      {"kStrideWide", str(wide)},
+      {"kStrideNarrow", str(narrow)},
       {"kWideRowThreshold", str(sp.wide_row_threshold) + "ll"},
-      {"kQ0Wide", rank(sp.primary_margin, sp.stride_wide)},
-      {"kQ1Wide", rank(sp.secondary_margin, sp.stride_wide)},
-      {"kQ0Narrow", rank(sp.primary_margin, sp.stride_narrow)},
-      {"kQ1Narrow", rank(sp.secondary_margin, sp.stride_narrow)},
+      {"kQ0Wide", rank(sp.primary_margin, wide)},
+      {"kQ1Wide", rank(sp.secondary_margin, wide)},
+      {"kQ0Narrow", rank(sp.primary_margin, narrow)},
+      {"kQ1Narrow", rank(sp.secondary_margin, narrow)},
   });
   // The row counters (kRowClaimsBytes in common.cuh), then the slices.
   plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, plan.grid);

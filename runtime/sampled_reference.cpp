@@ -31,8 +31,15 @@ int64_t count_at_or_above(const float* row, int64_t len, uint32_t bin) {
 
 }  // namespace
 
-int sample_stride(int64_t len, const SelectSampledPolicy& policy) {
-  return len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow;
+int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy) {
+  if (policy.min_sample_rank <= 0) return stride;
+  int s = stride;
+  while (s > 1 && sample_rank(policy.primary_margin, k, s) < policy.min_sample_rank) --s;
+  return s;
+}
+
+int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy) {
+  return stride_for_rank(len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow, k, policy);
 }
 
 uint32_t sample_phase(uint64_t row_id, int stride) {
@@ -66,7 +73,7 @@ const char* route_name(SampledDecision::Route route) {
 SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint64_t row_id,
                                      const SelectSampledPolicy& policy) {
   SampledDecision d;
-  d.stride = sample_stride(len, policy);
+  d.stride = sample_stride(len, k, policy);
   d.phase = sample_phase(row_id, d.stride);
   d.q0 = sample_rank(policy.primary_margin, k, d.stride);
   d.q1 = sample_rank(policy.secondary_margin, k, d.stride);

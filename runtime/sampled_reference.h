@@ -14,9 +14,16 @@
 
 namespace sgtopk::reference {
 
-// View stride s of a row of length `len`: stride_wide when
-// len >= wide_row_threshold, else stride_narrow.
-int sample_stride(int64_t len, const SelectSampledPolicy& policy);
+// The stride a plan uses in place of `stride` for rank k: unchanged unless
+// policy.min_sample_rank > 0, then the largest s <= stride whose primary rank
+// ceil(primary_margin * k / s) reaches min_sample_rank (at least 1). Small K
+// would otherwise propose from a handful of samples (K = 256 at s = 128:
+// q0 = 3) and recover often.
+int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy);
+
+// View stride s of a row of length `len` for rank k: stride_wide when
+// len >= wide_row_threshold, else stride_narrow; then stride_for_rank.
+int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
 
 // Phase a_r in [0, stride) of the view i = a_r, a_r + s, a_r + 2s, ... < len.
 // It varies with the row so that a periodic structure in the scores cannot

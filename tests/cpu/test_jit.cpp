@@ -329,6 +329,19 @@ TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
   }
 }
 
+TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
+  Policy policy = Policy::defaults();
+  policy.sampled.min_sample_rank = 16;
+  // K = 256: both strides shrink to 25, where q0 = ceil(1.5 * 256 / 25) = 16.
+  const std::string small_k = plan_for(256, 262144, 0, "sm_90", policy, "sampled", 4096).parameters_text();
+  for (const char* line : {"kStrideWide=25\n", "kStrideNarrow=25\n", "kQ0Wide=16\n", "kQ1Wide=18\n"})
+    EXPECT_TRUE(contains(small_k, line)) << line << "not in:\n" << small_k;
+  // K = 2048 already reaches the rank: the policy's strides stand.
+  const std::string k2048 = plan_for(2048, 262144, 0, "sm_90", policy, "sampled", 4096).parameters_text();
+  for (const char* line : {"kStrideWide=128\n", "kStrideNarrow=64\n", "kQ0Wide=24\n"})
+    EXPECT_TRUE(contains(k2048, line)) << line << "not in:\n" << k2048;
+}
+
 TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
   ASSERT_EQ(plan.family, "sampled");

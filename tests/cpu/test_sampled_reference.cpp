@@ -45,10 +45,31 @@ int64_t count_at_or_above(const std::vector<float>& row, uint32_t bin) {
 
 TEST(SampledReference, StrideFollowsTheWideRowThreshold) {
   const SelectSampledPolicy p;  // defaults: 128 at >= 131072, else 64
-  EXPECT_EQ(sample_stride(131072, p), 128);
-  EXPECT_EQ(sample_stride(1 << 20, p), 128);
-  EXPECT_EQ(sample_stride(131071, p), 64);
-  EXPECT_EQ(sample_stride(0, p), 64);
+  EXPECT_EQ(sample_stride(131072, 2048, p), 128);
+  EXPECT_EQ(sample_stride(1 << 20, 2048, p), 128);
+  EXPECT_EQ(sample_stride(131071, 2048, p), 64);
+  EXPECT_EQ(sample_stride(0, 2048, p), 64);
+  EXPECT_EQ(sample_stride(1 << 20, 1, p), 128);  // min_sample_rank is off by default
+}
+
+TEST(SampledReference, MinSampleRankShrinksTheStrideForSmallK) {
+  SelectSampledPolicy p;
+  p.min_sample_rank = 16;
+  // K = 2048 already has q0 = 24 at s = 128: unchanged.
+  EXPECT_EQ(stride_for_rank(128, 2048, p), 128);
+  EXPECT_EQ(sample_stride(1 << 20, 2048, p), 128);
+  // K = 256: the largest s with ceil(1.5 * 256 / s) >= 16 is 25 (ceil(15.36)).
+  EXPECT_EQ(sample_rank(p.primary_margin, 256, 25), 16);
+  EXPECT_EQ(sample_rank(p.primary_margin, 256, 26), 15);
+  EXPECT_EQ(stride_for_rank(128, 256, p), 25);
+  EXPECT_EQ(sample_stride(131071, 256, p), 25);  // the narrow stride 64 shrinks to the same
+  EXPECT_EQ(stride_for_rank(16, 256, p), 16);    // never grows
+  // Tiny K bottoms out at a stride of 1 (every element is a sample).
+  EXPECT_EQ(stride_for_rank(128, 1, p), 1);
+  // The decision records the stride it used.
+  std::vector<float> row(300000);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i % 1000);
+  EXPECT_EQ(decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 256, 0, p).stride, 25);
 }
 
 TEST(SampledReference, SampleRankIsACeilingThatDoesNotBumpExactIntegers) {

@@ -435,6 +435,18 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
+  {  // Small K with the plan-time stride rule: a denser view (s = 25 for K = 256).
+    Case c;
+    c.name = "sampled_small_k_min_sample_rank";
+    c.k = 256;
+    c.rows = 300;
+    c.width = 200000;
+    c.families = {RowFamily::kIndexerLike, RowFamily::kUniform, RowFamily::kPeriodic64, RowFamily::kBoundaryTies};
+    c.flags = SGTOPK_ROUTE_STATS;
+    c.policy = "[select.sampled]\nmin_sample_rank = 16\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    out.push_back(c);
+  }
   return out;
 }
 
