@@ -196,7 +196,7 @@ const std::vector<Section>& sections() {
                    "frontier entries per worker CTA in its global workspace slice; a larger frontier\n"
                    "is refined by re-reading the row instead"),
            integer("vector_bytes", SGTOPK_MEMBER(direct.vector_bytes), {4, 16, kPow2},
-                   "widest score load in bytes (16: float4 body after a scalar head; less: scalar loads)"),
+                   "widest score load in bytes (16: float4 body after a scalar head; 4 and 8: scalar loads for now)"),
            integer("loads_in_flight", SGTOPK_MEMBER(direct.loads_in_flight), {1, 8},
                    "16-byte loads each thread issues before classifying the first"),
            boolean("prefetch_next_chunk", SGTOPK_MEMBER(direct.prefetch_next_chunk),

@@ -26,7 +26,7 @@ struct SelectDirectPolicy {
   int frontier_shared_capacity = 4096;   // frontier entries kept in shared memory, 256..16384
   int frontier_global_capacity = 16384;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
                                          // a larger frontier is refined by re-reading the row instead
-  int vector_bytes = 16;                 // widest load: 4, 8 or 16
+  int vector_bytes = 16;                 // widest load: 4, 8 or 16 (8 loads scalars for now)
   int loads_in_flight = 4;               // 16-byte loads each thread issues before using the first, 1..8
   bool prefetch_next_chunk = false;      // issue the next chunk's loads before classifying this one (measured slower)
   bool endpoint_classification = false;  // classification pass compares with FP32 bin endpoints (measured 5-10% faster)

@@ -159,8 +159,9 @@ SGTOPK_API sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info
 SGTOPK_API const char* sgtopk_plan_text(sgtopk_plan plan);
 
 /* Enqueue one selection on `stream`. Never allocates, synchronizes or reads
- * device memory on the host: safe inside CUDA graph capture. One launch per
- * plan per stream at a time when the plan's own workspace is used. */
+ * device memory on the host: safe inside CUDA graph capture. Launches that
+ * share a workspace (the plan's own, or one buffer passed to several) must not
+ * overlap, on any stream: serialize them, or give each its own workspace. */
 SGTOPK_API sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream);
 
 /* A graph object: the launch captured once, replayed many times. Pointers

@@ -26,6 +26,11 @@ template <typename Config>
 struct DirectExactAgent {
   typedef FrontierStore<Config::kFrontierShared, Config::kFrontierGlobal> Store;
   typedef RowOutput<Config::kValues> Output;
+  // Rows too long for registers are streamed from global memory.
+  typedef StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> StreamRow;
+  // The refinement over either kind of row.
+  template <typename Row>
+  using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>;
 
   // Dynamic shared memory: state, then the frontier (aliased by the sort buffer).
   static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;
@@ -64,7 +69,7 @@ struct DirectExactAgent {
           ++chunk;
         });
     __syncthreads();
-    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>{state, store, row, out}
+    Refine<Row>{state, store, row, out}
         .boundary_pass();
   }
 
@@ -72,7 +77,7 @@ struct DirectExactAgent {
   template <typename Row>
   static SGTOPK_DEVICE void refine_and_write(SelectionState& state, const Store& store, Row& row, const Output& out,
                                              const float* scores, u64* sort_buffer) {
-    Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>{state, store, row, out}
+    Refine<Row>{state, store, row, out}
         .refine();
     if (Config::kSorted)
       sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
@@ -133,7 +138,7 @@ struct DirectExactAgent {
         row.load(task.scores, task.len);
         select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
       } else {
-        StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> row;
+        StreamRow row;
         row.load(task.scores, task.len);
         select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
       }

@@ -13,8 +13,8 @@
 //
 // Nothing is written to the output before a route has certified its
 // candidates, so sampling changes how much work a row costs, never its answer.
-// The decisions match reference::decide_sampled_route row by row (the route
-// statistics let tests assert that).
+// The decisions match reference::decide_sampled_route row by row; the GPU
+// tests compare the route statistics' per-launch totals with the reference's.
 //
 // Config adds to the direct-exact constants: kViewGather, kStrideWide, kStrideNarrow,
 // kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
@@ -42,8 +42,8 @@ struct SampledAgent {
   typedef DirectExactAgent<Config> Exact;  // the recovery route
   typedef typename Exact::Store Store;
   typedef typename Exact::Output Output;
-  typedef StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> Row;
-  typedef Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output> Refine;
+  typedef typename Exact::StreamRow Row;
+  typedef typename Exact::template Refine<Row> Refine;
   static constexpr unsigned kSharedBytes = Exact::kSharedBytes;
 
   // The proposal's two boundaries as inclusive FP32 endpoints.
@@ -88,21 +88,22 @@ struct SampledAgent {
     const u32 tau0 = primary.total >= q0 ? primary.bin : kCoarseKeyMinNumber;
     const u32 tau1 = secondary.total >= q1 ? secondary.bin : kCoarseKeyMinNumber;
     if (threadIdx.x == 0) {
-      state.boundary_low = coarse_bin_lower_endpoint(tau0);
-      state.boundary_high = tau1 == tau0 ? state.boundary_low : coarse_bin_lower_endpoint(tau1);
+      state.proposal_primary_low = coarse_bin_lower_endpoint(tau0);
+      state.proposal_secondary_low = tau1 == tau0 ? state.proposal_primary_low : coarse_bin_lower_endpoint(tau1);
     }
     __syncthreads();
-    proposal->primary_low = state.boundary_low;
-    proposal->secondary_low = state.boundary_high;
+    proposal->primary_low = state.proposal_primary_low;
+    proposal->secondary_low = state.proposal_secondary_low;
     return true;
   }
 
   // Phase 2 and, on underfill, the band: each pass admits every x in
   // [low, high) as a candidate, stored and histogrammed by its first FP32
-  // digit. Returns whether the candidates (exactly the x >= admit_low) hold
-  // the top-K: lemma 4.1, since every admitted value exceeds every other.
-  static SGTOPK_DEVICE bool certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
-                                    int* route, PhaseClock<Config::kRouteStats>& clock) {
+  // digit. K or more candidates (exactly the x >= admit_low) hold the top-K:
+  // lemma 4.1, since every admitted value exceeds every other. Returns the
+  // route that certified (kRoutePrimary, kRouteBand), else kRouteExact.
+  static SGTOPK_DEVICE int certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
+                                   PhaseClock<Config::kRouteStats>& clock) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
     // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
     // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
@@ -113,20 +114,20 @@ struct SampledAgent {
       __syncthreads();
       clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
       const u32 admitted = state.next_count;
+      __syncthreads();  // every thread has the count before the band pass appends to it
       if (admitted >= static_cast<u32>(Config::kK)) {
-        *route = pass == 0 ? kRoutePrimary : kRouteBand;
         if (threadIdx.x == 0) {
           state.frontier_count = admitted;
           state.admit_low = low;
         }
         __syncthreads();
-        return true;
+        return pass == 0 ? kRoutePrimary : kRouteBand;
       }
       if (!(proposal.secondary_low < proposal.primary_low)) break;  // no band
       high = low;
       low = proposal.secondary_low;
     }
-    return false;
+    return kRouteExact;
   }
 
   static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, const Output& out, const float* scores,
@@ -143,8 +144,7 @@ struct SampledAgent {
     int route = kRouteNoView;
     if (propose(state, scores, len, row_id, &proposal)) {
       clock.lap(kCyclesProposal);
-      route = kRouteExact;
-      certify(state, refine, row, proposal, &route, clock);
+      route = certify(state, refine, row, proposal, clock);
     }
     count_route<Config::kRouteStats>(stats, route);
     if (route == kRoutePrimary || route == kRouteBand) {

@@ -6,7 +6,6 @@ namespace sgtopk {
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
-typedef long long i64;
 
 #define SGTOPK_DEVICE __device__ __forceinline__
 
@@ -19,7 +18,7 @@ struct SelectParams {
   const int* live_rows;  // scalar or null: every row is live
   int* indices;          // [rows][out_pitch]
   float* values;         // [rows][out_pitch] or null
-  void* workspace;       // row counters, then per-worker frontier slices
+  void* workspace;       // per-worker frontier slices (the sampled family: row counters first)
   unsigned long long rows;  // row capacity (launch-time check against the plan)
   unsigned long long* route_stats;  // [kRouteStatSlots] or null (plans with kRouteStats)
 };

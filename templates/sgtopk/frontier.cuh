@@ -61,6 +61,8 @@ struct SelectionState {
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
   float boundary_low;   // lowest number in the boundary bin (endpoint classification)
   float boundary_high;  // lowest number above the boundary bin, NaN when none
+  float proposal_primary_low;    // sampled proposal: endpoint(tau0)
+  float proposal_secondary_low;  // sampled proposal: endpoint(tau1) <= endpoint(tau0)
   float admit_low;      // sampled routes: the candidates are exactly the x >= admit_low
   u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
   u64 prefix;           // rank_key >> shift(last resolved round)
@@ -69,8 +71,10 @@ struct SelectionState {
 // A row's selection starts empty: the histogram cleared, nothing committed,
 // the whole rank K to fill. `admit_by_threshold` says how the first frontier
 // is formed (1: the sampled routes' x >= admit_low; 0: the coarse boundary bin).
+// Starts with a barrier: whatever read the state before is over.
 template <int kThreads>
 SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_threshold) {
+  __syncthreads();
   clear_words<kThreads>(state.histogram, kCoarseBins);
   if (threadIdx.x == 0) {
     state.committed = 0u;
