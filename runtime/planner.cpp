@@ -49,6 +49,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kRegisterItems", str(register_items)},
       {"kUnroll", str(d.loads_in_flight)},
       {"kPrefetch", flag(d.prefetch_next_chunk)},
+      {"kPrefetchL2", str(d.prefetch_l2_chunks)},
       {"kAggregateHistogram", flag(d.aggregate_histogram)},
       {"kEndpointClassify", flag(d.endpoint_classification)},
       {"kVectorLoads", flag(d.vector_bytes == 16)},

@@ -11,7 +11,7 @@
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
-//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kAggregateHistogram,
+//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kIndexBits,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats.
 #pragma once
@@ -27,7 +27,9 @@ struct DirectExactAgent {
   typedef FrontierStore<Config::kFrontierShared, Config::kFrontierGlobal> Store;
   typedef RowOutput<Config::kValues> Output;
   // Rows too long for registers are streamed from global memory.
-  typedef StreamedRow<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch> StreamRow;
+  typedef StreamedRow<StreamShape<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch,
+                                  Config::kPrefetchL2>>
+      StreamRow;
   // The refinement over either kind of row.
   template <typename Row>
   using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>;

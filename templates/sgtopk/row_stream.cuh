@@ -19,13 +19,43 @@ SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 
   }
 }
 
+// How a row is streamed (all compile-time):
+//   kThreads      threads of the block
+//   kUnroll       16-byte loads each thread issues before using the first
+//   kVectorLoads  float4 body (else scalar loads throughout)
+//   kPrefetch     the next chunk's loads are issued before this chunk is
+//                 classified (a register double buffer)
+//   kL2Ahead      0, or how many chunks ahead each thread asks L2 to fetch its
+//                 future addresses (prefetch.global.L2): more bytes in flight
+//                 without registers
+template <int kThreads_, int kUnroll_, bool kVectorLoads_, bool kPrefetch_, int kL2Ahead_>
+struct StreamShape {
+  static constexpr int kThreads = kThreads_;
+  static constexpr int kUnroll = kUnroll_;
+  static constexpr bool kVectorLoads = kVectorLoads_;
+  static constexpr bool kPrefetch = kPrefetch_;
+  static constexpr int kL2Ahead = kL2Ahead_;
+};
+
+SGTOPK_DEVICE void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// Asks L2 for this thread's vectors of the chunk starting at `base`.
+template <int kThreads, int kUnroll>
+SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+    if (j < vectors) prefetch_l2(body + j);
+  }
+}
+
 // Calls visit(index, value) for every i in [0, len). Not every lane reaches a
 // given call (tails), so visit must not assume a converged warp. After each
 // block-wide chunk of the body every thread calls between_chunks().
-// kPrefetch: the next chunk's loads are issued before this chunk is
-// classified, so a warp's loads overlap its own arithmetic (double buffer).
-template <int kThreads, int kUnroll, bool kVectorLoads, bool kPrefetch, typename Visit, typename Between>
+template <typename Shape, typename Visit, typename Between>
 SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
+  constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
+  constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
   const int t = threadIdx.x;
   int head = 0;
   if (kVectorLoads) {
@@ -41,6 +71,10 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
   const float4* body = reinterpret_cast<const float4*>(row + head);
   const int vectors = (len - head) >> 2;
   constexpr int kChunk = kThreads * kUnroll;
+  if constexpr (Shape::kL2Ahead > 1) {
+#pragma unroll
+    for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead) prefetch_chunk<kThreads, kUnroll>(body, vectors, ahead * kChunk);
+  }
   float4 v[kUnroll];
   if (kPrefetch && vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, v);
   for (int base = 0; base < vectors; base += kChunk) {
@@ -50,6 +84,7 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
     } else {
       load_chunk<kThreads, kUnroll>(body, vectors, base, v);
     }
+    if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * kChunk);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int j = base + u * kThreads + t;
@@ -101,7 +136,7 @@ struct RegisterRow {
 };
 
 // The same interface over global memory, for rows too long for registers.
-template <int kThreads, int kUnroll, bool kVectorLoads, bool kPrefetch>
+template <typename Shape>
 struct StreamedRow {
   const float* row;
   int len;
@@ -113,7 +148,7 @@ struct StreamedRow {
 
   template <typename Visit, typename Between>
   SGTOPK_DEVICE void for_each(Visit&& visit, Between&& between_chunks) const {
-    for_each_score<kThreads, kUnroll, kVectorLoads, kPrefetch>(row, len, visit, between_chunks);
+    for_each_score<Shape>(row, len, visit, between_chunks);
   }
 };
 

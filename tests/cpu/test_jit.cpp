@@ -177,6 +177,7 @@ Policy policy_for(const Variant& v) {
     policy.direct.prefetch_next_chunk = true;
     policy.direct.endpoint_classification = true;
     policy.direct.aggregate_histogram = true;
+    policy.direct.prefetch_l2_chunks = 2;
   }
   validate_policy(policy, "<jit test policy>");
   return policy;
@@ -449,6 +450,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
   EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "true" : "false");
+  EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
   EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 
   const GeneratedSource src = generate_source(plan);

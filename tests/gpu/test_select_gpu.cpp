@@ -293,8 +293,9 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nblock_threads = 256\nworkers_per_sm = 4\naggregate_histogram = false\n";
     out.push_back(c);
   }
-  // The policy's opt-in kernel options (prefetching loads, endpoint
-  // classification, aggregated histogram) over every family and both bodies.
+  // The policy's opt-in kernel options (prefetching loads into registers and
+  // L2, endpoint classification, aggregated histogram) over every row family
+  // and both bodies.
   for (int64_t width : {9000, 200001}) {
     Case c;
     c.name = "opt_in_width" + std::to_string(width);
@@ -303,7 +304,8 @@ std::vector<Case> cases() {
     c.width = width;
     c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
     c.policy =
-        "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\naggregate_histogram = true\n";
+        "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\naggregate_histogram = true\n"
+        "prefetch_l2_chunks = 2\n";
     out.push_back(c);
   }
   {
@@ -313,7 +315,7 @@ std::vector<Case> cases() {
     c.rows = 44;
     c.width = 100003;
     c.flags = SGTOPK_SORTED;
-    c.policy = "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\n";
+    c.policy = "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\nprefetch_l2_chunks = 1\n";
     out.push_back(c);
   }
   {  // live_rows < rows: the rest stays untouched.
