@@ -1,0 +1,129 @@
+// The device keys (templates/sgtopk/keys.cuh) against the host reference
+// (runtime/reference.h), bit for bit (label `gpu`): ordered_key and
+// coarse_key on every bin edge, its neighbours and the special values, and
+// coarse_bin_lower_endpoint for all 2048 bins. The two sides are separate
+// implementations; every select family's exactness rests on their agreeing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/driver.h"
+#include "runtime/embedded_templates.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/target.h"
+#include "support/test_support.h"
+
+namespace sgtopk::testing {
+namespace {
+
+constexpr const char* kProbeSource = R"(
+#include "sgtopk/keys.cuh"
+extern "C" __global__ void sgtopk_keys_probe(const float* x, unsigned* ordered, unsigned* coarse, int n,
+                                             float* endpoints) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    ordered[i] = sgtopk::ordered_key(x[i]);
+    coarse[i] = sgtopk::coarse_key(x[i]);
+  }
+  if (i < sgtopk::kCoarseBins) endpoints[i] = sgtopk::coarse_bin_lower_endpoint(static_cast<unsigned>(i));
+}
+)";
+
+// Bin edges and their neighbours, the values the contract singles out, and
+// random bit patterns (NaN included).
+std::vector<float> probe_values() {
+  std::vector<float> v;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (uint32_t bin = 0; bin < 2048; ++bin) {
+    const float e = reference::coarse_bin_lower_endpoint(bin);
+    if (std::isnan(e)) continue;
+    v.insert(v.end(), {e, std::nextafter(e, -inf), std::nextafter(e, inf)});
+  }
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u,
+                        0xffffffffu, 0x00000001u, 0x80000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu, 0xff7fffffu})
+    v.push_back(std::bit_cast<float>(bits));
+  for (float x : {65504.0f, 65519.99f, 65520.0f, -65504.0f, -65519.99f, -65520.0f, 0x1p-24f, 0x1p-25f, 0x3p-26f,
+                  -0x1p-24f, -0x1p-25f, 1e-40f, -1e-40f})
+    v.push_back(x);
+  std::mt19937 rng(12345);
+  for (int i = 0; i < 200000; ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  return v;
+}
+
+TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  Target target = resolve_target(0, nullptr, "sm_90");
+  GeneratedSource source;
+  source.name = "sgtopk_keys_probe.cu";
+  source.entry = "sgtopk_keys_probe";
+  source.text = kProbeSource;
+  for (const EmbeddedHeader& h : embedded_headers()) source.headers.emplace_back(h.name, h.text);
+  const std::vector<std::string> options = {"--gpu-architecture=" + target.arch, "--std=c++17", "-default-device"};
+  const std::vector<char> cubin = compile_cubin(source, options, target.arch, "keys_probe");
+  release_target(target);
+
+  const DriverApi& cu = driver();
+  CUmodule module = nullptr;
+  check_cuda(cu.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+  CUfunction function = nullptr;
+  check_cuda(cu.cuModuleGetFunction(&function, module, "sgtopk_keys_probe"), "cuModuleGetFunction");
+
+  const std::vector<float> x = probe_values();
+  const int n = static_cast<int>(x.size());
+  DeviceBuffer d_x(x.size() * 4), d_ordered(x.size() * 4), d_coarse(x.size() * 4), d_endpoints(2048 * 4);
+  d_x.upload(x);
+  d_ordered.fill_u32(0xdeadbeefu);
+  d_coarse.fill_u32(0xdeadbeefu);
+  d_endpoints.fill_u32(0xdeadbeefu);
+  CUdeviceptr px = d_x.ptr(), po = d_ordered.ptr(), pc = d_coarse.ptr(), pe = d_endpoints.ptr();
+  int count = n;
+  void* args[] = {&px, &po, &pc, &count, &pe};
+  CUlaunchConfig config = {};
+  config.gridDimX = static_cast<unsigned>((std::max(n, 2048) + 255) / 256);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 256;
+  config.blockDimY = config.blockDimZ = 1;
+  check_cuda(cu.cuLaunchKernelEx(&config, function, args, nullptr), "cuLaunchKernelEx");
+  check_cuda(cu.cuCtxSynchronize(), "keys probe");
+
+  const std::vector<uint32_t> ordered = d_ordered.download_as<uint32_t>(x.size());
+  const std::vector<uint32_t> coarse = d_coarse.download_as<uint32_t>(x.size());
+  const std::vector<float> endpoints = d_endpoints.download_as<float>(2048);
+  int mismatches = 0;
+  for (size_t i = 0; i < x.size() && mismatches < 10; ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x[i]);
+    if (ordered[i] != reference::ordered_key(x[i])) {
+      ADD_FAILURE() << "ordered_key(0x" << std::hex << bits << "): device 0x" << ordered[i] << ", host 0x"
+                    << reference::ordered_key(x[i]);
+      ++mismatches;
+    }
+    if (coarse[i] != reference::coarse_key(x[i])) {
+      ADD_FAILURE() << "coarse_key(0x" << std::hex << bits << "): device " << std::dec << coarse[i] << ", host "
+                    << reference::coarse_key(x[i]);
+      ++mismatches;
+    }
+  }
+  for (uint32_t bin = 0; bin < 2048 && mismatches < 10; ++bin) {
+    const float host = reference::coarse_bin_lower_endpoint(bin);
+    const bool same = std::isnan(host) ? std::isnan(endpoints[bin])
+                                       : std::bit_cast<uint32_t>(host) == std::bit_cast<uint32_t>(endpoints[bin]);
+    if (!same) {
+      ADD_FAILURE() << "coarse_bin_lower_endpoint(" << bin << "): device " << endpoints[bin] << " (0x" << std::hex
+                    << std::bit_cast<uint32_t>(endpoints[bin]) << "), host " << host << " (0x"
+                    << std::bit_cast<uint32_t>(host) << ")";
+      ++mismatches;
+    }
+  }
+  cu.cuModuleUnload(module);
+}
+
+}  // namespace
+}  // namespace sgtopk::testing
