@@ -43,8 +43,9 @@ struct DirectExactAgent {
   // A row with len <= K: every valid index, no selection.
   static SGTOPK_DEVICE void select_short_row(const Output& out, const float* scores, int len, u64* sort_buffer) {
     write_whole_row<Config::kThreads, Config::kK, Config::kValues>(out, scores, len);
-    if (Config::kSorted && len > 1)
-      sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, len, sort_buffer);
+    if constexpr (Config::kSorted) {
+      if (len > 1) sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, len, sort_buffer);
+    }
   }
 
   // The exact coarse route up to refinement: the histogram pass, then the
@@ -81,7 +82,7 @@ struct DirectExactAgent {
                                              const float* scores, u64* sort_buffer) {
     Refine<Row>{state, store, row, out}
         .refine();
-    if (Config::kSorted)
+    if constexpr (Config::kSorted)
       sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
   }
 

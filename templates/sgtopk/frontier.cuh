@@ -198,7 +198,7 @@ struct Refinement {
   SGTOPK_DEVICE void boundary_pass() {
     bool take_group;
     const u32 d = resolve(&take_group);
-    if (kEndpointClassify) {
+    if constexpr (kEndpointClassify) {
       // Two FP32 comparisons per score instead of recomputing its coarse key
       // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
       // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).

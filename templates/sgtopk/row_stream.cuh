@@ -58,7 +58,7 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
   constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
   const int t = threadIdx.x;
   int head = 0;
-  if (kVectorLoads) {
+  if constexpr (kVectorLoads) {
     const u32 misalignment = static_cast<u32>(reinterpret_cast<u64>(row) & 15u) >> 2;
     head = min_of<int>(len, static_cast<int>((4u - misalignment) & 3u));
   } else {
@@ -66,7 +66,7 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
   }
   // Head (and everything when vector loads are off): coalesced scalars.
   for (int i = t; i < head; i += kThreads) visit(i, __ldg(row + i));
-  if (!kVectorLoads) return;
+  if constexpr (!kVectorLoads) return;
 
   const float4* body = reinterpret_cast<const float4*>(row + head);
   const int vectors = (len - head) >> 2;
@@ -76,10 +76,12 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
     for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead) prefetch_chunk<kThreads, kUnroll>(body, vectors, ahead * kChunk);
   }
   float4 v[kUnroll];
-  if (kPrefetch && vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, v);
+  if constexpr (kPrefetch) {
+    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, v);
+  }
   for (int base = 0; base < vectors; base += kChunk) {
     float4 next[kUnroll];
-    if (kPrefetch) {
+    if constexpr (kPrefetch) {
       if (base + kChunk < vectors) load_chunk<kThreads, kUnroll>(body, vectors, base + kChunk, next);
     } else {
       load_chunk<kThreads, kUnroll>(body, vectors, base, v);
@@ -97,7 +99,7 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
       }
     }
     between_chunks();
-    if (kPrefetch) {
+    if constexpr (kPrefetch) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) v[u] = next[u];
     }
