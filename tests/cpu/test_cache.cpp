@@ -24,9 +24,11 @@
 #include "cache/kernel_cache.h"
 #include "runtime/error.h"
 #include "runtime/knobs.h"
+#include "support/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace sgtopk;
+using sgtopk::testing::files_under;
 
 namespace {
 
@@ -56,14 +58,6 @@ int count_warnings(const std::string& text) {
   for (size_t pos = text.find("sgtopk: warning:"); pos != std::string::npos; pos = text.find("sgtopk: warning:", pos + 1))
     ++n;
   return n;
-}
-
-std::vector<fs::path> files_under(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file()) out.push_back(it->path());
-  return out;
 }
 
 std::vector<char> read_file(const fs::path& p) {
@@ -129,9 +123,9 @@ class CacheTest : public ::testing::Test {
 
     // Detection and removal, through the disk cache alone.
     {
-      testing::internal::CaptureStderr();
+      ::testing::internal::CaptureStderr();
       auto loaded = DiskCache(dir_, false).load(key_, manifest);
-      const std::string err = testing::internal::GetCapturedStderr();
+      const std::string err = ::testing::internal::GetCapturedStderr();
       EXPECT_FALSE(loaded.has_value());
       EXPECT_FALSE(fs::exists(entry)) << "bad entry was not removed";
       EXPECT_EQ(count_warnings(err), 1) << err;
@@ -143,18 +137,18 @@ class CacheTest : public ::testing::Test {
     DiskCache(dir_, false).store(key_, manifest_, good);
     corrupt(entry);
     CountingCompile c{make_payload(4096, 7)};
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     KernelCache kc(DiskCache(dir_, false));
     CachedBinary r = kc.get_or_compile(key_, manifest, c.fn());
-    const std::string err = testing::internal::GetCapturedStderr();
+    const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(r.source, CacheSource::compiled);
     EXPECT_EQ(c.calls.load(), 1);
     EXPECT_EQ(*r.cubin, c.payload);
     EXPECT_EQ(count_warnings(err), 1) << err;
 
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     auto reloaded = DiskCache(dir_, false).load(key_, manifest);
-    EXPECT_EQ(count_warnings(testing::internal::GetCapturedStderr()), 0);
+    EXPECT_EQ(count_warnings(::testing::internal::GetCapturedStderr()), 0);
     ASSERT_TRUE(reloaded.has_value()) << "rebuilt entry does not load";
     EXPECT_EQ(*reloaded, c.payload);
   }
@@ -397,25 +391,25 @@ TEST_F(CacheTest, ZeroLengthFile) {
 TEST_F(CacheTest, MissingDirectoryIsCreated) {
   const fs::path nested = dir_ / "a" / "b";
   ASSERT_FALSE(fs::exists(nested));
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   KernelCache kc(DiskCache(nested, false));
   CountingCompile c{make_payload(256, 5)};
   kc.get_or_compile(key_, manifest_, c.fn());
-  EXPECT_EQ(count_warnings(testing::internal::GetCapturedStderr()), 0);
+  EXPECT_EQ(count_warnings(::testing::internal::GetCapturedStderr()), 0);
   EXPECT_TRUE(kc.disk().enabled());
   EXPECT_TRUE(fs::is_directory(nested));
   EXPECT_TRUE(fs::exists(kc.disk().entry_path(key_)));
 }
 
 TEST_F(CacheTest, DisabledOrEmptyDirIsMemoryOnlyWithoutWarning) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   DiskCache disabled(dir_, true);
   DiskCache empty(fs::path{}, false);
   KernelCache kc(DiskCache(dir_, true));
   CountingCompile c{make_payload(256, 6)};
   EXPECT_EQ(kc.get_or_compile(key_, manifest_, c.fn()).source, CacheSource::compiled);
   EXPECT_EQ(kc.get_or_compile(key_, manifest_, c.fn()).source, CacheSource::memory);
-  EXPECT_EQ(count_warnings(testing::internal::GetCapturedStderr()), 0);
+  EXPECT_EQ(count_warnings(::testing::internal::GetCapturedStderr()), 0);
   EXPECT_FALSE(disabled.enabled());
   EXPECT_FALSE(empty.enabled());
   EXPECT_FALSE(fs::exists(dir_)) << "a disabled cache must not touch the disk";
@@ -423,13 +417,13 @@ TEST_F(CacheTest, DisabledOrEmptyDirIsMemoryOnlyWithoutWarning) {
 
 // Memory-only with exactly one warning, correct results.
 void expect_memory_only(const fs::path& dir) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   KernelCache kc(DiskCache(dir, false));
   DiskCache again(dir, false);  // a second cache on the same directory does not warn again
   CountingCompile c{make_payload(512, 8)};
   CachedBinary a = kc.get_or_compile(make_cache_key(sample_inputs()), make_manifest(sample_inputs()), c.fn());
   CachedBinary b = kc.get_or_compile(make_cache_key(sample_inputs()), make_manifest(sample_inputs()), c.fn());
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(kc.disk().enabled());
   EXPECT_FALSE(again.enabled());
   EXPECT_EQ(count_warnings(err), 1) << err;
@@ -468,12 +462,12 @@ TEST_F(CacheTest, FailingStoreWarnsOnceAndKeepsWorking) {
   ASSERT_TRUE(kc.disk().enabled());
   // Block the fan-out subdirectory with a regular file: every write fails, even for root.
   write_file(kc.disk().entry_path(key_).parent_path(), {'x'});
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   CountingCompile c{make_payload(512, 9)};
   CachedBinary a = kc.get_or_compile(key_, manifest_, c.fn());
   kc.disk().store(key_, manifest_, c.payload);  // a second failing write stays quiet
   CachedBinary b = kc.get_or_compile(key_, manifest_, c.fn());
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count_warnings(err), 1) << err;
   EXPECT_EQ(a.source, CacheSource::compiled);
   EXPECT_EQ(b.source, CacheSource::memory);
@@ -560,9 +554,9 @@ TEST_F(CacheTest, FourProcessRace) {
   DiskCache disk(dir_, false);
   ASSERT_EQ(files.size(), 1u) << "expected exactly one entry and no temp files";
   EXPECT_EQ(files[0], disk.entry_path(key_));
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto loaded = disk.load(key_, manifest_);
-  EXPECT_EQ(count_warnings(testing::internal::GetCapturedStderr()), 0);
+  EXPECT_EQ(count_warnings(::testing::internal::GetCapturedStderr()), 0);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, expected);
 }

@@ -38,6 +38,7 @@ namespace {
 using sgtopk::testing::contains;
 using sgtopk::testing::read_text;
 using sgtopk::testing::write_text;
+using sgtopk::testing::files_under;
 
 
 
@@ -64,16 +65,6 @@ std::vector<std::string> warning_lines(const std::string& text) {
   std::vector<std::string> out;
   for (const auto& line : lines_of(text))
     if (contains(lower(line), "warning")) out.push_back(line);
-  return out;
-}
-
-std::vector<fs::path> files_under(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file()) out.push_back(it->path());
-  std::sort(out.begin(), out.end());
   return out;
 }
 

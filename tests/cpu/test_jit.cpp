@@ -45,6 +45,7 @@ namespace {
 
 using sgtopk::testing::contains;
 using sgtopk::testing::read_text;
+using sgtopk::testing::files_under;
 
 constexpr int64_t kShortWidth = 5000;          // <= 1024 threads x 16 items: the register path
 constexpr int64_t kLongWidth = int64_t{1} << 20;  // the streaming path
@@ -66,15 +67,6 @@ Plan plan_for(int k, int64_t width, uint32_t flags = 0, const std::string& arch 
 CacheKey key_of(const Plan& plan) { return make_cache_key(cache_key_inputs(plan, generate_source(plan))); }
 
 
-
-std::vector<fs::path> files_under(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file()) out.push_back(it->path());
-  return out;
-}
 
 std::string make_temp_dir(const std::string& stem) {
   std::string templ = (fs::temp_directory_path() / (stem + "_XXXXXX")).string();

@@ -223,6 +223,17 @@ std::string check_select_matrix(const float* scores, int64_t rows, int64_t pitch
   return check_select_matrix(c);
 }
 
+std::vector<std::filesystem::path> files_under(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

@@ -60,6 +60,8 @@ class SeededRng {
 bool contains(const std::string& haystack, const std::string& needle);
 std::string read_text(const std::filesystem::path& path);
 void write_text(const std::filesystem::path& path, const std::string& text);
+// Every regular file below `dir`, sorted (empty when `dir` is missing).
+std::vector<std::filesystem::path> files_under(const std::filesystem::path& dir);
 
 using rows::all_row_families;
 using rows::family_from_name;
