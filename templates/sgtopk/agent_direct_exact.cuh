@@ -54,23 +54,29 @@ struct DirectExactAgent {
   template <typename Row>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 0u);
-    int chunk = 0;
+    int chunk_number = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and
     // most of a row skips the shared atomics (exact counts are only needed
-    // at or above the final boundary).
-    row.for_each(
-        [&](int, float value) {
-          const u32 bin = coarse_key(value);
-          if (bin >= *reinterpret_cast<volatile u32*>(&state.floor_bin))
-            count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
-        },
-        [&] {
+    // at or above the final boundary). Reading the floor once per chunk only
+    // lets a few more scores through: it stays a lower bound.
+    const auto count = [&](float value, u32 floor_bin) {
+      const u32 bin = coarse_key(value);
+      if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+    };
+    const volatile u32& floor_bin = state.floor_bin;
+    row.for_each_chunk(
+        [&](const auto& chunk) {
+          const u32 floor_now = floor_bin;
+#pragma unroll
+          for (int n = 0; n < chunk.kCount; ++n)
+            if (chunk.is_valid(n)) count(chunk.score(n), floor_now);
           // A different warp each chunk, so no warp falls behind the stream.
-          if (static_cast<int>(threadIdx.x >> 5) == chunk % (Config::kThreads / 32))
+          if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
             raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
-          ++chunk;
-        });
+          ++chunk_number;
+        },
+        [&](int, float value) { count(value, floor_bin); });
     __syncthreads();
     Refine<Row>{state, store, row, out}
         .boundary_pass();

@@ -87,9 +87,11 @@ struct SampledAgent {
     const RankBin secondary = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, q1, state.scratch);
     const u32 tau0 = primary.total >= q0 ? primary.bin : kCoarseKeyMinNumber;
     const u32 tau1 = secondary.total >= q1 ? secondary.bin : kCoarseKeyMinNumber;
-    if (threadIdx.x == 0) {
-      state.proposal_primary_low = coarse_bin_lower_endpoint(tau0);
-      state.proposal_secondary_low = tau1 == tau0 ? state.proposal_primary_low : coarse_bin_lower_endpoint(tau1);
+    // Warp 0 finds one endpoint while warp 1 finds the other.
+    const int warp = static_cast<int>(threadIdx.x >> 5);
+    if (warp < 2) {
+      const float endpoint = coarse_bin_lower_endpoint_warp(warp == 0 ? tau0 : tau1);
+      if ((threadIdx.x & 31) == 0) (warp == 0 ? state.proposal_primary_low : state.proposal_secondary_low) = endpoint;
     }
     __syncthreads();
     proposal->primary_low = state.proposal_primary_low;
@@ -108,9 +110,10 @@ struct SampledAgent {
     // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
     // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
     float low = proposal.primary_low, high = __int_as_float(0x7fc00000);
+    const auto admit = [&](float value) { return value >= low && !(value >= high); };
     for (int pass = 0; pass < 2; ++pass) {
-      row.for_each([&](int i, float value) { refine.carry(value >= low && !(value >= high), value, static_cast<u32>(i), 0); },
-                   NothingBetweenChunks());
+      row.for_each_chunk([&](const auto& chunk) { refine.carry_chunk(chunk, admit); },
+                         [&](int i, float value) { refine.carry(admit(value), value, static_cast<u32>(i), 0); });
       __syncthreads();
       clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
       const u32 admitted = state.next_count;

@@ -148,14 +148,76 @@ struct Refinement {
     this->carry(carry, value, index, r);
   }
 
-  // Carries (value, index) into round r+1 when `take`: stored in the next
-  // frontier and counted in the histogram of its next digit.
+  // Carries (value, index) into round r+1 when `take`.
   SGTOPK_DEVICE void carry(bool take, float value, u32 index, int r) {
     const u32 next = warp_append(take, &state.next_count);
-    if (take) {
-      store.store(next, value, index);
-      if (r + 1 < Schedule::kRounds) atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), r + 1)], 1u);
+    if (take) keep(next, value, index, r);
+  }
+
+  // Stores a carried candidate in frontier slot `slot` and counts it in the
+  // histogram of its round r+1 digit.
+  SGTOPK_DEVICE void keep(u32 slot, float value, u32 index, int r) {
+    store.store(slot, value, index);
+    if (r + 1 < Schedule::kRounds) atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), r + 1)], 1u);
+  }
+
+  // The chunk forms of carry and classify, for the full-row passes
+  // (row_stream.cuh's for_each_chunk: every lane of the warp takes part).
+  // Each thread first marks its own scores; the warp then reserves all its
+  // slots at once, instead of a vote and a divergent branch per score, which
+  // made the passes instruction-bound.
+
+  // Carries every valid score of the chunk that `admit` accepts into round 1.
+  template <typename Chunk, typename Admit>
+  SGTOPK_DEVICE void carry_chunk(const Chunk& chunk, Admit&& admit) {
+    static_assert(Chunk::kCount <= 32, "one mask bit per score");
+    u32 taken = 0u;
+#pragma unroll
+    for (int n = 0; n < Chunk::kCount; ++n)
+      if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;
+    u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
+    if (taken == 0u) return;
+#pragma unroll
+    for (int n = 0; n < Chunk::kCount; ++n)
+      if ((taken >> n) & 1u) keep(slot++, chunk.score(n), chunk.index(n), 0);
+  }
+
+  // Round 0 over a chunk against boundary digit d (see classify).
+  template <typename Chunk, typename DigitOf>
+  SGTOPK_DEVICE void classify_chunk(const Chunk& chunk, DigitOf&& digit_of, u32 d, bool take_group) {
+    static_assert(Chunk::kCount <= 32, "one mask bit per score");
+    u32 commits = 0u, carries = 0u;
+#pragma unroll
+    for (int n = 0; n < Chunk::kCount; ++n) {
+      if (!chunk.is_valid(n)) continue;
+      const u32 digit = digit_of(chunk.score(n));
+      if (digit > d || (digit == d && take_group)) commits |= 1u << n;
+      else if (digit == d) carries |= 1u << n;
     }
+    // One warp scan for both counts (commits in the high half-word: a warp
+    // holds at most 32 x 32 scores of a chunk).
+    u32 total;
+    const u32 before = warp_exclusive_sum((static_cast<u32>(__popc(commits)) << 16) | static_cast<u32>(__popc(carries)), &total);
+    if (total == 0u) return;
+    const int lane = threadIdx.x & 31;
+    u32 base = 0u;
+    if (lane == 0 && (total >> 16) != 0u) base = atomicAdd(&state.committed, total >> 16);
+    if (lane == 1 && (total & 0xffffu) != 0u) base = atomicAdd(&state.next_count, total & 0xffffu);
+    u32 commit_slot = __shfl_sync(0xffffffffu, base, 0) + (before >> 16);
+    u32 carry_slot = __shfl_sync(0xffffffffu, base, 1) + (before & 0xffffu);
+    if ((commits | carries) == 0u) return;
+#pragma unroll
+    for (int n = 0; n < Chunk::kCount; ++n) {
+      if ((commits >> n) & 1u) out.commit(commit_slot++, chunk.index(n), chunk.score(n));
+      else if ((carries >> n) & 1u) keep(carry_slot++, chunk.score(n), chunk.index(n), 0);
+    }
+  }
+
+  // Round 0 over the whole row, digits from digit_of(value).
+  template <typename DigitOf>
+  SGTOPK_DEVICE void classify_row(DigitOf&& digit_of, u32 d, bool take_group) {
+    row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, digit_of, d, take_group); },
+                       [&](int i, float value) { classify(value, static_cast<u32>(i), digit_of(value), d, take_group, 0); });
   }
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
@@ -202,21 +264,17 @@ struct Refinement {
       // Two FP32 comparisons per score instead of recomputing its coarse key
       // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
       // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
-      if (threadIdx.x == 0) {
-        state.boundary_low = coarse_bin_lower_endpoint(d);
-        state.boundary_high = coarse_bin_lower_endpoint(d + 1u);
+      const int warp = static_cast<int>(threadIdx.x >> 5);
+      if (warp < 2) {  // one warp per endpoint
+        const float endpoint = coarse_bin_lower_endpoint_warp(d + static_cast<u32>(warp));
+        if ((threadIdx.x & 31) == 0) (warp == 0 ? state.boundary_low : state.boundary_high) = endpoint;
       }
       __syncthreads();
       const float low = state.boundary_low, high = state.boundary_high;
-      row.for_each(
-          [&](int i, float value) {
-            const u32 digit = value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u;
-            classify(value, static_cast<u32>(i), digit, d, take_group, 0);
-          },
-          NothingBetweenChunks());
+      classify_row([&](float value) { return value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u; }, d,
+                   take_group);
     } else {
-      row.for_each([&](int i, float value) { classify(value, static_cast<u32>(i), coarse_key(value), d, take_group, 0); },
-                   NothingBetweenChunks());
+      classify_row([](float value) { return coarse_key(value); }, d, take_group);
     }
     advance(take_group, d, 0);
   }

@@ -51,6 +51,25 @@ SGTOPK_DEVICE float coarse_bin_lower_endpoint(u32 bin) {
   return float_from_ordered_key(low);
 }
 
+// The same endpoint found by one whole warp: 32 probes per step instead of
+// one (a 32-ary search, about 7 steps instead of 32), so the block waits
+// less at the barrier after it. Every lane returns the answer.
+SGTOPK_DEVICE float coarse_bin_lower_endpoint_warp(u32 bin) {
+  u32 low = 0x007fffffu, high = 0xff800000u;
+  if (coarse_key(float_from_ordered_key(high)) < bin) return __uint_as_float(0x7fc00000u);
+  const u32 lane = threadIdx.x & 31u;
+  while (low < high) {  // invariant: the answer lies in [low, high]; probe 31 is high itself
+    const u32 probe = low + static_cast<u32>((static_cast<u64>(high - low) * (lane + 1u)) >> 5);
+    const u32 reached = __ballot_sync(0xffffffffu, coarse_key(float_from_ordered_key(probe)) >= bin);
+    const int first = __ffs(reached) - 1;  // reached has bit 31 set: the probe at high
+    const u32 first_probe = __shfl_sync(0xffffffffu, probe, first);
+    const u32 before = __shfl_sync(0xffffffffu, probe, first > 0 ? first - 1 : 0);
+    if (first > 0) low = before + 1u;
+    high = first_probe;
+  }
+  return float_from_ordered_key(low);
+}
+
 // A candidate's total order key: value first (ordered_key), then lower index
 // first. Unique per row, so refinement over it always ends with one element
 // per digit group and the tie rule falls out of the same radix rounds.

@@ -15,7 +15,9 @@ SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
-    if (j < vectors) v[u] = load_vector(body + j);
+    // Defined either way, so the chunk stays in registers (a conditional
+    // write would keep the previous value alive, and the compiler spills it).
+    v[u] = j < vectors ? load_vector(body + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
 
@@ -49,11 +51,31 @@ SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
   }
 }
 
-// Calls visit(index, value) for every i in [0, len). Not every lane reaches a
-// given call (tails), so visit must not assume a converged warp. After each
-// block-wide chunk of the body every thread calls between_chunks().
-template <typename Shape, typename Visit, typename Between>
-SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
+// One block-wide chunk of the vector body as one thread holds it: kUnroll
+// float4, element n = 4u + c is score(n), at row index index(n).
+template <int kThreads, int kUnroll>
+struct VectorChunk {
+  static constexpr int kCount = 4 * kUnroll;
+  float4 v[kUnroll];
+  int first;  // row index of v[0].x
+  u32 valid;  // bit u: v[u] lies in the row
+
+  SGTOPK_DEVICE float score(int n) const {  // n is a constant in unrolled loops: a plain register
+    const float4& q = v[n >> 2];
+    const int c = n & 3;
+    return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
+  }
+  SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
+  SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
+};
+
+// Streams [0, len): visit_chunk(chunk) for each block-wide chunk of the
+// 16-byte-aligned body, called by every thread of the block (with nothing
+// valid where its slots run past the row), so a visitor may use warp
+// collectives; visit_scalar(index, value) for the head and the tail, where
+// lanes diverge. Without vector loads every score goes to visit_scalar.
+template <typename Shape, typename VisitChunk, typename VisitScalar>
+SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) {
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
   constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
   const int t = threadIdx.x;
@@ -65,7 +87,7 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
     head = len;
   }
   // Head (and everything when vector loads are off): coalesced scalars.
-  for (int i = t; i < head; i += kThreads) visit(i, __ldg(row + i));
+  for (int i = t; i < head; i += kThreads) visit_scalar(i, __ldg(row + i));
   if constexpr (!kVectorLoads) return;
 
   const float4* body = reinterpret_cast<const float4*>(row + head);
@@ -75,36 +97,44 @@ SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Betw
 #pragma unroll
     for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead) prefetch_chunk<kThreads, kUnroll>(body, vectors, ahead * kChunk);
   }
-  float4 v[kUnroll];
+  float4 ahead[kUnroll];  // kPrefetch: the next chunk, loading while this one is visited
   if constexpr (kPrefetch) {
-    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, v);
+    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, ahead);
   }
   for (int base = 0; base < vectors; base += kChunk) {
-    float4 next[kUnroll];
+    VectorChunk<kThreads, kUnroll> chunk;
     if constexpr (kPrefetch) {
-      if (base + kChunk < vectors) load_chunk<kThreads, kUnroll>(body, vectors, base + kChunk, next);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) chunk.v[u] = ahead[u];
+      if (base + kChunk < vectors) load_chunk<kThreads, kUnroll>(body, vectors, base + kChunk, ahead);
     } else {
-      load_chunk<kThreads, kUnroll>(body, vectors, base, v);
+      load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v);
     }
     if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * kChunk);
+    chunk.first = head + 4 * (base + t);
+    chunk.valid = 0u;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int j = base + u * kThreads + t;
-      if (j < vectors) {
-        const int i = head + 4 * j;
-        visit(i, v[u].x);
-        visit(i + 1, v[u].y);
-        visit(i + 2, v[u].z);
-        visit(i + 3, v[u].w);
-      }
-    }
-    between_chunks();
-    if constexpr (kPrefetch) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = next[u];
-    }
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * kThreads + t < vectors) chunk.valid |= 1u << u;
+    visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
   }
-  for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit(i, __ldg(row + i));
+  for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
+}
+
+// Calls visit(index, value) for every i in [0, len). Not every lane reaches a
+// given call (tails), so visit must not assume a converged warp. After each
+// block-wide chunk of the body every thread calls between_chunks().
+template <typename Shape, typename Visit, typename Between>
+SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
+  for_each_chunk<Shape>(
+      row, len,
+      [&](const auto& chunk) {
+#pragma unroll
+        for (int n = 0; n < chunk.kCount; ++n)
+          if (chunk.is_valid(n)) visit(static_cast<int>(chunk.index(n)), chunk.score(n));
+        between_chunks();
+      },
+      visit);
 }
 
 struct NothingBetweenChunks {
@@ -135,6 +165,17 @@ struct RegisterRow {
       if (i < len) visit(i, value[u]);
     }
   }
+
+  // The whole row is one chunk (see for_each_chunk), visited by every thread.
+  static constexpr int kCount = kItems;
+  SGTOPK_DEVICE float score(int n) const { return value[n]; }
+  SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(n * kThreads + static_cast<int>(threadIdx.x)); }
+  SGTOPK_DEVICE bool is_valid(int n) const { return static_cast<int>(index(n)) < len; }
+
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&&) const {
+    visit_chunk(*this);
+  }
 };
 
 // The same interface over global memory, for rows too long for registers.
@@ -151,6 +192,11 @@ struct StreamedRow {
   template <typename Visit, typename Between>
   SGTOPK_DEVICE void for_each(Visit&& visit, Between&& between_chunks) const {
     for_each_score<Shape>(row, len, visit, between_chunks);
+  }
+
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    sgtopk::for_each_chunk<Shape>(row, len, visit_chunk, visit_scalar);
   }
 };
 

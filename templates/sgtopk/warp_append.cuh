@@ -18,4 +18,31 @@ SGTOPK_DEVICE u32 warp_append(bool take, u32* counter) {
   return base + static_cast<u32>(__popc(takers & ((1u << lane) - 1u)));
 }
 
+
+// Exclusive prefix sum over a converged warp (every lane calls it);
+// `total` gets the warp's sum.
+SGTOPK_DEVICE u32 warp_exclusive_sum(u32 value, u32* total) {
+  const int lane = threadIdx.x & 31;
+  u32 inclusive = value;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d) inclusive += up;
+  }
+  *total = __shfl_sync(0xffffffffu, inclusive, 31);
+  return inclusive - value;
+}
+
+// Reserves `count` consecutive slots of `counter` for this lane with one
+// atomic per warp: the batched form of warp_append for a converged warp that
+// has counted a whole chunk first. Returns the lane's first slot.
+SGTOPK_DEVICE u32 warp_reserve(u32 count, u32* counter) {
+  u32 total;
+  const u32 before = warp_exclusive_sum(count, &total);
+  if (total == 0u) return 0u;
+  u32 base = 0u;
+  if ((threadIdx.x & 31) == 0) base = atomicAdd(counter, total);
+  return __shfl_sync(0xffffffffu, base, 0) + before;
+}
+
 }  // namespace sgtopk
