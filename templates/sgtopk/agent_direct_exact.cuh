@@ -69,8 +69,10 @@ struct DirectExactAgent {
         [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
 #pragma unroll
-          for (int n = 0; n < chunk.kCount; ++n)
-            if (chunk.is_valid(n)) count(chunk.score(n), floor_now);
+          for (int n = 0; n < chunk.kCount; ++n) {
+            const u32 bin = coarse_key(chunk.score(n));
+            if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+          }
           // A different warp each chunk, so no warp falls behind the stream.
           if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
             raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);

@@ -83,10 +83,11 @@ struct SampledAgent {
       }
     }
     __syncthreads();
-    const RankBin primary = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, q0, state.scratch);
-    const RankBin secondary = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, q1, state.scratch);
-    const u32 tau0 = primary.total >= q0 ? primary.bin : kCoarseKeyMinNumber;
-    const u32 tau1 = secondary.total >= q1 ? secondary.bin : kCoarseKeyMinNumber;
+    const u32 ranks[2] = {q0, q1};
+    RankBin found[2];  // primary, secondary
+    find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
+    const u32 tau0 = found[0].total >= q0 ? found[0].bin : kCoarseKeyMinNumber;
+    const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
     // Warp 0 finds one endpoint while warp 1 finds the other.
     const int warp = static_cast<int>(threadIdx.x >> 5);
     if (warp < 2) {

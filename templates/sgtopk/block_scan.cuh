@@ -42,14 +42,16 @@ struct RankBin {
   u32 total;  // every count of the histogram; bin and above are meaningful only when rank <= total
 };
 
-// Every thread gets the same answer. When rank > total no bin holds it:
-// callers check `total` first (the sampled proposal does; refinement cannot
-// get there, its rank never exceeds its group).
+// Every thread gets the same answers. When a rank exceeds total no bin holds
+// it: callers check `total` first (the sampled proposal does; refinement
+// cannot get there, its rank never exceeds its group).
 // Thread t owns kBins/kThreads consecutive bins counted from the top, so a
-// block prefix sum in thread order is a suffix sum over bins.
-template <int kThreads, int kBins>
-SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
+// block prefix sum in thread order is a suffix sum over bins. Several ranks
+// share one scan (the sampled proposal's q0 and q1).
+template <int kThreads, int kBins, int kRanks>
+SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u32* scratch, RankBin (&found)[kRanks]) {
   static_assert(kBins % kThreads == 0 || kThreads % kBins == 0, "bins and threads must nest");
+  static_assert(2 * kRanks <= 33, "scratch holds two words per rank");
   constexpr int kPerThread = kBins >= kThreads ? kBins / kThreads : 1;
   const int first = kBins - (static_cast<int>(threadIdx.x) + 1) * kPerThread;  // lowest bin owned
   u32 counts[kPerThread];
@@ -60,21 +62,34 @@ SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
     owned += counts[j];
   }
   u32 total;
-  u32 above = block_exclusive_sum<kThreads>(owned, scratch, &total);
-  if (first >= 0 && above < rank && rank <= above + owned) {
+  const u32 owned_above = block_exclusive_sum<kThreads>(owned, scratch, &total);
 #pragma unroll
-    for (int j = kPerThread - 1; j >= 0; --j) {
-      if (above < rank && rank <= above + counts[j]) {
-        scratch[0] = static_cast<u32>(first + j);
-        scratch[1] = above;
+  for (int q = 0; q < kRanks; ++q) {
+    const u32 rank = ranks[q];
+    u32 above = owned_above;
+    if (first >= 0 && above < rank && rank <= above + owned) {
+#pragma unroll
+      for (int j = kPerThread - 1; j >= 0; --j) {
+        if (above < rank && rank <= above + counts[j]) {
+          scratch[2 * q] = static_cast<u32>(first + j);
+          scratch[2 * q + 1] = above;
+        }
+        above += counts[j];
       }
-      above += counts[j];
     }
   }
   __syncthreads();
-  RankBin found{scratch[0], scratch[1], total};
+#pragma unroll
+  for (int q = 0; q < kRanks; ++q) found[q] = RankBin{scratch[2 * q], scratch[2 * q + 1], total};
   __syncthreads();
-  return found;
+}
+
+template <int kThreads, int kBins>
+SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
+  const u32 ranks[1] = {rank};
+  RankBin found[1];
+  find_rank_bins<kThreads, kBins, 1>(bins, ranks, scratch, found);
+  return found[0];
 }
 
 template <int kThreads>

@@ -23,11 +23,11 @@ SGTOPK_DEVICE u32 ordered_key(float x) {
 SGTOPK_DEVICE u32 coarse_key(float x) {
   unsigned short half;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(half) : "f"(x));  // |x| >= 65520 -> inf, tiny -> 0 or subnormal
-  u32 bits = half;
-  if ((bits & 0x7fffu) > 0x7c00u) return 0u;
-  if (bits == 0x8000u) bits = 0u;
-  u32 key16 = (bits & 0x8000u) ? (~bits & 0xffffu) : (bits | 0x8000u);
-  return key16 >> (16 - kCoarseBits);
+  const u32 bits = half, magnitude = bits & 0x7fffu;
+  // Selects, not branches: this runs once per score in the full-row passes.
+  // -0 maps like +0; NaN (magnitude above inf's) to bin 0.
+  const u32 key16 = ((bits & 0x8000u) != 0u && magnitude != 0u) ? (~bits & 0xffffu) : (magnitude | 0x8000u);
+  return magnitude > 0x7c00u ? 0u : key16 >> (16 - kCoarseBits);
 }
 
 // The float an ordered key stands for (either zero for the key of 0).
