@@ -27,7 +27,9 @@ std::string program_log(nvrtcProgram program) {
   if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return "";
   std::string log(size, '\0');
   nvrtcGetProgramLog(program, log.data());
-  log.resize(size - 1);
+  // The size counts the terminating NUL, and some NVRTC versions end the text
+  // with more of them: keep the text only.
+  while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
 
@@ -67,7 +69,7 @@ void write_source_folder(const std::string& dir, const GeneratedSource& source, 
 }
 
 std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector<std::string>& options,
-                                const std::string& arch, const std::string& tag) {
+                                const std::string& arch, const std::string& tag, std::string* log_out) {
   Program program;
   std::vector<const char*> header_texts, header_names;
   for (const auto& [name, text] : source.headers) {
@@ -103,6 +105,7 @@ std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector
   r = nvrtcGetCUBIN(program.handle, cubin.data());
   if (r != NVRTC_SUCCESS) fail(SGTOPK_ERROR_COMPILE, "NVRTC could not return the cubin: " + nvrtc_error(r));
   if (knobs().keep_sources) write_source_folder(knobs().dump_dir + "/source-" + tag, source, options, log);
+  if (log_out) *log_out = log;
   return cubin;
 }
 
