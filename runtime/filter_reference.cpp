@@ -1,0 +1,136 @@
+#include "runtime/filter_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+
+#include "runtime/reference.h"
+
+namespace sgtopk::reference {
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::string format_float(float x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g (0x%08x)", static_cast<double>(x), float_bits(x));
+  return buf;
+}
+
+std::string format_counts(const std::vector<int64_t>& counts) {
+  std::string s;
+  for (int64_t c : counts) s += (s.empty() ? "" : " or ") + std::to_string(c);
+  return s;
+}
+
+}  // namespace
+
+FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p) {
+  FilterRowReference r;
+  if (vocab <= 0) return r;
+  // select_row is the filter order already (value desc in contract order,
+  // index asc); with rank vocab it sorts the whole row.
+  const int rank = top_k_enabled(k, vocab) ? k : static_cast<int>(std::min<int64_t>(vocab, INT32_MAX));
+  r.order = select_row(logits, vocab, rank);
+  const int64_t n = static_cast<int64_t>(r.order.size());
+
+  // Softmax weights over the survivors. The first survivor is the largest,
+  // so subtracting it keeps every exponent <= 0 (no overflow).
+  const float top = logits[r.order[0]];
+  std::vector<double> weight(static_cast<size_t>(n), 0.0);
+  for (int64_t s = 0; s < n; ++s) {
+    const float x = logits[r.order[static_cast<size_t>(s)]];
+    double w = 0.0;
+    if (top == kInf) w = (x == kInf) ? 1.0 : 0.0;  // the softmax's limit
+    else if (std::isfinite(x)) w = std::exp(static_cast<double>(x) - static_cast<double>(top));
+    weight[static_cast<size_t>(s)] = w;  // -inf and NaN: 0
+  }
+  // cum[c] = mass of order[0, c), unnormalized. The total is the same running
+  // sum, so cum[n] == total exactly and `cum[c] >= p * total` is reached by
+  // some c whenever p <= 1 (no rounding can leave top-p without an answer).
+  std::vector<double> cum(static_cast<size_t>(n) + 1, 0.0);
+  for (size_t s = 0; s < static_cast<size_t>(n); ++s) cum[s + 1] = cum[s] + weight[s];
+  const double total = cum[static_cast<size_t>(n)];
+
+  r.probabilities.resize(static_cast<size_t>(n), 0.0f);
+  if (total > 0.0) {
+    for (int64_t s = 0; s < n; ++s) {
+      r.probabilities[static_cast<size_t>(s)] = static_cast<float>(weight[static_cast<size_t>(s)] / total);
+    }
+  }
+
+  if (!top_p_enabled(p)) {
+    r.count = n;
+  } else if (p <= 0.0f || total == 0.0) {
+    r.count = 1;  // p <= 0 keeps the top token; a row without mass keeps the first of its order
+  } else {
+    const double target = static_cast<double>(p) * total;
+    int64_t c = 1;
+    while (cum[static_cast<size_t>(c)] < target) ++c;  // ends by c == n: cum[n] == total >= target
+    r.count = c;
+    // Neighbours the contract accepts: the prefix just short of p, or the one
+    // just reaching it, within the tolerance of p.
+    const double slack = kFilterMassTolerance * target;
+    if (c > 1 && cum[static_cast<size_t>(c) - 1] >= target - slack) r.acceptable_counts.push_back(c - 1);
+    r.acceptable_counts.push_back(c);
+    if (c < n && cum[static_cast<size_t>(c)] <= target + slack) r.acceptable_counts.push_back(c + 1);
+    return r;
+  }
+  r.acceptable_counts.push_back(r.count);
+  return r;
+}
+
+std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p) {
+  return filter_row_reference(logits, vocab, k, p).kept();
+}
+
+std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vector<int32_t>& kept, float mask_value) {
+  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(vocab, 0)), mask_value);
+  for (int32_t i : kept) out[static_cast<size_t>(i)] = logits[i];
+  return out;
+}
+
+std::string check_filter_candidates(const float* logits, int64_t vocab, int k, float p, const int32_t* indices,
+                                    int64_t count) {
+  const FilterRowReference r = filter_row_reference(logits, vocab, k, p);
+  const auto& ok = r.acceptable_counts;
+  if (std::find(ok.begin(), ok.end(), count) == ok.end()) {
+    return "kept " + std::to_string(count) + " tokens, expected " + format_counts(ok);
+  }
+  if (count > 0 && !indices) return "indices is null";
+  for (int64_t s = 0; s < count; ++s) {
+    const int32_t want = r.order[static_cast<size_t>(s)];
+    if (indices[s] != want) {
+      const std::string got = (indices[s] >= 0 && indices[s] < vocab)
+                                  ? std::to_string(indices[s]) + " (logit " + format_float(logits[indices[s]]) + ")"
+                                  : std::to_string(indices[s]) + " (out of range)";
+      return "slot " + std::to_string(s) + ": index " + got + ", expected " + std::to_string(want) + " (logit " +
+             format_float(logits[want]) + "; order is logit desc, index asc)";
+    }
+  }
+  return "";
+}
+
+std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p, const float* masked,
+                              float mask_value) {
+  const FilterRowReference r = filter_row_reference(logits, vocab, k, p);
+  if (vocab > 0 && !masked) return "masked row is null";
+  std::string error;
+  for (int64_t c : r.acceptable_counts) {
+    const std::vector<float> want = masked_row(logits, vocab, {r.order.begin(), r.order.begin() + c}, mask_value);
+    int64_t i = 0;
+    while (i < vocab && float_bits(masked[i]) == float_bits(want[static_cast<size_t>(i)])) ++i;
+    if (i == vocab) return "";
+    if (c == r.count) {  // report against the reference's own count
+      error = "index " + std::to_string(i) + ": " + format_float(masked[i]) + ", expected " +
+                    format_float(want[static_cast<size_t>(i)]) + " (logit " + format_float(logits[i]) +
+                    ", reference keeps " + format_counts(r.acceptable_counts) + " tokens)";
+    }
+  }
+  return error;
+}
+
+}  // namespace sgtopk::reference

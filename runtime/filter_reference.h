@@ -1,0 +1,90 @@
+// The CPU reference of the filter contract (CONTRACT.md section 2): top-k
+// and/or top-p over one row of logits, as the stable-sort reference of the
+// serving engines defines it. Plain, obviously-correct code: the GPU filter
+// kernels' tests compare against it.
+//
+// Order: the select order of reference.h, i.e. logit descending in contract
+// order (-0 == +0, NaN below -inf), ties by lower index first.
+// Top-k keeps the first k of the order (k <= 0 or k >= vocab: disabled).
+// Top-p then applies to those survivors: softmax over the survivors only, in
+// double, and the shortest prefix of the order whose mass is >= p is kept
+// (p >= 1: disabled; p <= 0: the first token only). At least one token is
+// kept whenever vocab >= 1.
+//
+// Decisions where the contract is silent:
+//  - NaN p disables top-p, like p >= 1. A launch cannot validate device
+//    arrays, so some answer is needed, and keeping every top-k survivor is
+//    what the sort-based engines do (their `cum <= 1 - p` mask is all false)
+//    and the harmless one (it samples the unfiltered distribution).
+//  - Softmax weights: a finite logit x gets exp(x - max); -inf and NaN get 0
+//    (never NaN). When the largest survivor is +inf, the +inf survivors share
+//    the mass equally and all else gets 0 (the limit of the softmax).
+//  - No mass at all (top-p enabled, survivors all -inf and/or NaN, e.g. an
+//    all -inf row): the first token of the order is kept, so "at least one"
+//    holds; the mask leaves it untouched, so an all -inf row stays all -inf.
+//    Every probability of such a row is 0.
+//  - NaN logits rank below -inf and carry no mass, so top-p keeps one only
+//    in a row with no mass whose survivors are all NaN; top-k (alone) keeps
+//    NaN logits only when fewer than k tokens are numbers, as select does.
+//  - In a row with mass, the shortest prefix ends on a token with positive
+//    mass: -inf and NaN tokens never extend it (outside the ambiguity below).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace sgtopk::reference {
+
+// Relative tolerance on the cumulative mass at the top-p boundary within
+// which the contract lets a kernel keep either neighbouring count.
+inline constexpr double kFilterMassTolerance = 1e-6;
+
+inline bool top_k_enabled(int k, int64_t vocab) { return k > 0 && k < vocab; }
+inline bool top_p_enabled(float p) { return p < 1.0f; }  // false for NaN
+
+// Everything the reference knows about one row.
+struct FilterRowReference {
+  // The survivors of top-k, in filter order (all of the row when top-k is off).
+  std::vector<int32_t> order;
+  // Per survivor slot: its softmax probability over the survivors only (as
+  // top-p uses it), rounded to float. All 0 in a row with no mass.
+  std::vector<float> probabilities;
+  // The reference keeps order[0, count).
+  int64_t count = 0;
+  // Ascending counts a kernel may keep: `count`, plus count - 1 when the
+  // mass of order[0, count - 1) is within kFilterMassTolerance relative of p,
+  // plus count + 1 when the mass of order[0, count) is. Usually one entry;
+  // three only when the boundary token's own mass is below 2e-6 * p.
+  std::vector<int64_t> acceptable_counts;
+
+  std::vector<int32_t> kept() const { return {order.begin(), order.begin() + count}; }
+  std::vector<float> kept_probabilities() const {
+    return {probabilities.begin(), probabilities.begin() + count};
+  }
+};
+
+// The reference for one row of `vocab` logits. vocab <= 0 gives an empty
+// result (count 0, no acceptable count).
+FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p);
+
+// The kept indices in filter order (filter_row_reference(...).kept()).
+std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p);
+
+// The in-place mask applied to a copy of the row: entries not in `kept` set
+// to mask_value, kept entries untouched (bitwise).
+std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vector<int32_t>& kept,
+                              float mask_value = -std::numeric_limits<float>::infinity());
+
+// Checks of a kernel's output for one row; "" when it is acceptable, else a
+// message. A kernel may keep order[0, c) for any acceptable count c.
+//  - candidates: `count` indices, in filter order, equal to order[0, count).
+//  - mask: the row equals masked_row(..., order[0, c), mask_value) bitwise
+//    for some acceptable c.
+std::string check_filter_candidates(const float* logits, int64_t vocab, int k, float p, const int32_t* indices,
+                                    int64_t count);
+std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p, const float* masked,
+                              float mask_value = -std::numeric_limits<float>::infinity());
+
+}  // namespace sgtopk::reference
