@@ -687,7 +687,17 @@ def main(argv=None):
     ap.add_argument("--time-budget-s", type=float, default=0.0, help="stop starting configurations after this (0: none)")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch.topk baseline")
     ap.add_argument("--bandwidth-gib", type=float, default=2.0, help="size of the streaming-read buffer")
+    ap.add_argument("--baseline", action="append", default=[],
+                    help="a result JSON of the same workload to compare with (repeatable): a table of the "
+                         "time/floor changes is printed last")
     args = ap.parse_args(argv)
+    baselines = []
+    for path in args.baseline:
+        try:
+            with open(path) as f:
+                baselines.append(json.load(f))
+        except (OSError, ValueError) as e:
+            ap.error("cannot read baseline %s: %s" % (path, e))
     if args.rounds is None:
         args.rounds = 5 if args.quick else 7
     args.rounds = max(args.rounds, 5)
@@ -781,6 +791,10 @@ def main(argv=None):
     print("")
     for doc, _ in docs:
         print(mrr.render_table(doc, heading_level=3))
+    for doc, _ in docs:
+        for b in baselines:
+            if b.get("workload") == doc["workload"]:
+                print(mrr.render_comparison(doc, b))
     sys.stdout.flush()
     return 1 if any_fail else 0
 

@@ -131,6 +131,40 @@ def render_table(doc, heading_level=2):
     return "\n".join(out) + "\n"
 
 
+def _run_key(r):
+    return (r.get("M"), r.get("N"), r.get("K"), r.get("scores"), r.get("variant"))
+
+
+def render_comparison(doc, baseline, heading_level=3):
+    """`doc` against `baseline` (two result documents): time/floor per
+    configuration both timed, the change, and the geometric mean of the
+    time ratios. What a kernel change did, in one table."""
+    h = "#" * heading_level
+    base_runs = {_run_key(r): r for r in baseline.get("runs", []) if r.get("ratio") is not None}
+    out = ["%s %s vs %s (commit %s, %s)" % (h, doc.get("workload", "?") + (" [%s]" % doc["tag"] if doc.get("tag") else ""),
+                                              baseline.get("workload", "?") + (" [%s]" % baseline["tag"] if baseline.get("tag") else ""),
+                                              baseline.get("commit", "?"), baseline.get("date", "?")),
+           "",
+           "| M | N | K | scores | baseline ratio | ratio | change |",
+           "|---:|---:|---:|---|---:|---:|---:|"]
+    changes = []
+    for r in doc.get("runs", []):
+        b = base_runs.get(_run_key(r))
+        if b is None or r.get("ratio") is None or not r.get("exact"):
+            continue
+        change = r["ratio"] / b["ratio"] if b["ratio"] else None
+        if change:
+            changes.append(change)
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("M"), r.get("N"), r.get("K"), r.get("scores", "-"), _fmt(b["ratio"], 2), _fmt(r["ratio"], 2),
+            ("%+.1f%%" % (100 * (change - 1))) if change else "-"))
+    out.append("")
+    g = geomean(changes)
+    out.append("%d configurations in both; geometric mean of time ratios %s%s." % (
+        len(changes), _fmt(g), (" (%+.1f%%)" % (100 * (g - 1))) if g else ""))
+    return "\n".join(out) + "\n"
+
+
 def _sort_key(path_doc):
     path, doc = path_doc
     return (str(doc.get("date", "")), str(doc.get("finished", "")), os.path.getmtime(path))
