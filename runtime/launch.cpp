@@ -1,11 +1,29 @@
 #include "runtime/launch.h"
 
+#include <cinttypes>
 #include <cstddef>
+#include <cstdio>
+#include <string>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
 namespace sgtopk {
+
+namespace {
+
+// Rejects a device pointer the kernel would load from or store to with a
+// misaligned address (which faults and poisons the CUDA context). 0 passes:
+// whether a pointer is required is checked separately.
+void check_aligned(const char* name, uint64_t address, uint64_t alignment) {
+  if (address % alignment == 0) return;
+  char hex[2 + 16 + 1];
+  std::snprintf(hex, sizeof(hex), "0x%" PRIx64, address);
+  invalid_argument(std::string("args.") + name + " is not " + std::to_string(alignment) + "-byte aligned (address " +
+                   hex + ")");
+}
+
+}  // namespace
 
 DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args* args, uint64_t own_workspace) {
   if (args == nullptr) invalid_argument("args is NULL");
@@ -17,27 +35,31 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
                      " from before route_stats): initialize it with SGTOPK_SELECT_ARGS_INIT");
   if (args->scores == 0) invalid_argument("args.scores is 0: the score matrix is required");
   if (args->indices == 0) invalid_argument("args.indices is 0: the output index matrix is required");
-  if (args->scores % 4 != 0) invalid_argument("args.scores is not 4-byte aligned");
-  if (args->indices % 4 != 0) invalid_argument("args.indices is not 4-byte aligned");
+  check_aligned("scores", args->scores, 4);
+  check_aligned("indices", args->indices, 4);
+  check_aligned("lengths", args->lengths, 4);      // int32[rows]
+  check_aligned("live_rows", args->live_rows, 4);  // int32 scalar
   if (plan.problem.values && args->values == 0)
     invalid_argument("args.values is 0 but the plan was compiled with SGTOPK_VALUES");
   if (!plan.problem.values && args->values != 0)
     invalid_argument("args.values is set but the plan was compiled without SGTOPK_VALUES");
+  check_aligned("values", args->values, 4);  // float[rows][out_pitch]
   if (plan.problem.starts && args->starts == 0)
     invalid_argument("args.starts is 0 but the plan was compiled with SGTOPK_STARTS");
   if (!plan.problem.starts && args->starts != 0)
     invalid_argument("args.starts is set but the plan was compiled without SGTOPK_STARTS");
+  check_aligned("starts", args->starts, 4);  // int32[rows]
   const uint64_t workspace = args->workspace != 0 ? args->workspace : own_workspace;
   if (plan.workspace_bytes > 0 && workspace == 0)
     invalid_argument("args.workspace is 0 and the plan owns none: pass " + std::to_string(plan.workspace_bytes) +
                      " bytes (sgtopk_workspace_size) or compile with own_workspace=1");
-  if (workspace % 16 != 0) invalid_argument("args.workspace is not 16-byte aligned");
+  check_aligned("workspace", workspace, 16);
   const uint64_t route_stats = args->struct_size >= sizeof(sgtopk_select_args) ? args->route_stats : 0;
   if (plan.problem.route_stats && route_stats == 0)
     invalid_argument("args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS");
   if (!plan.problem.route_stats && route_stats != 0)
     invalid_argument("args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS");
-  if (route_stats % 8 != 0) invalid_argument("args.route_stats is not 8-byte aligned");
+  check_aligned("route_stats", route_stats, 8);
   return DeviceSelectParams{args->scores,    args->lengths, args->starts,
                             args->live_rows, args->indices, args->values,
                             workspace,       static_cast<uint64_t>(plan.problem.rows),

@@ -1,6 +1,8 @@
 #include "runtime/target.h"
 
 #include <cctype>
+#include <charconv>
+#include <system_error>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
@@ -15,7 +17,16 @@ int arch_number(const std::string& arch) {
   const bool suffix_ok = 3 + digits == arch.size() || (3 + digits + 1 == arch.size() && arch.back() == 'a');
   if (digits < 2 || !suffix_ok)
     invalid_argument("arch '" + arch + "' is invalid: name an architecture like sm_90 (or sm_90a)");
-  const int number = std::stoi(arch.substr(3, digits));
+  // from_chars, not stoi: a digit run too long for an int (sm_99999999999)
+  // is the caller's mistake, not an internal error.
+  int number = 0;
+  const char* first = arch.data() + 3;
+  const auto [end, ec] = std::from_chars(first, first + digits, number);
+  if (ec == std::errc::result_out_of_range)
+    invalid_argument("arch '" + arch + "' is invalid: its number is out of range; name an architecture like sm_90 "
+                     "(or sm_90a)");
+  if (ec != std::errc() || end != first + digits)
+    invalid_argument("arch '" + arch + "' is invalid: name an architecture like sm_90 (or sm_90a)");
   if (number < 70) invalid_argument("arch '" + arch + "' is not supported: sgtopk needs sm_70 or newer");
   return number;
 }

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -222,6 +223,36 @@ TEST(ApiOptions, BadArch) {
   }
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.arch = "sm_60"; }, SGTOPK_ERROR_INVALID_ARGUMENT,
                   {"sm_70"});
+}
+
+// An arch whose number does not fit an int used to escape as
+// SGTOPK_ERROR_INTERNAL "internal error: stoi".
+TEST(ApiOptions, AbsurdArchNumberIsAnInvalidArgument) {
+  for (const char* arch : {"sm_99999999999", "sm_99999999999a", "sm_2147483648", "sm_", "sm_9x", "compute_90"}) {
+    SCOPED_TRACE(arch);
+    expect_rejected([&](sgtopk_problem&, sgtopk_compile_options& o) { o.arch = arch; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                    {std::string("arch '") + arch + "' is invalid", "sm_90"});
+    EXPECT_FALSE(contains(sgtopk_last_error(), "internal")) << sgtopk_last_error();
+  }
+}
+
+TEST(ApiOptions, ArchNumberParsing) {
+  EXPECT_EQ(sgtopk::arch_number("sm_90"), 90);
+  EXPECT_EQ(sgtopk::arch_number("sm_90a"), 90);
+  EXPECT_EQ(sgtopk::arch_number("sm_120"), 120);
+  EXPECT_EQ(sgtopk::arch_number("sm_2147483647"), 2147483647);  // INT_MAX parses; one more does not
+  // "" reaches arch_number only as an empty policy default_arch (an empty
+  // options.arch means "the fallback"), so it is checked here directly.
+  for (const char* arch : {"", "sm_", "sm_9x", "sm_99999999999", "sm_2147483648", "compute_90", "sm_-90", "sm_ 90"}) {
+    SCOPED_TRACE(arch);
+    try {
+      (void)sgtopk::arch_number(arch);
+      ADD_FAILURE() << "accepted";
+    } catch (const sgtopk::Error& e) {
+      EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
+      EXPECT_TRUE(contains(e.what(), std::string("arch '") + arch + "' is invalid")) << e.what();
+    }
+  }
 }
 
 TEST(ApiOptions, UnknownFamily) {
@@ -502,4 +533,78 @@ TEST(ApiSelectArgs, TheStructBeforeRouteStatsIsStillAccepted) {
   // Anything shorter is not a sgtopk_select_args.
   a.struct_size -= 8;
   expect_args_rejected(without, a, {"args.struct_size is " + std::to_string(a.struct_size), "SGTOPK_SELECT_ARGS_INIT"});
+}
+
+// Every pointer the kernel dereferences is checked for its element alignment:
+// a misaligned one would fault on the device and poison the CUDA context, so
+// it is refused up front (INVALID_ARGUMENT, naming the argument, its address
+// and the alignment). 0 stays "not passed" for the optional ones.
+TEST(ApiSelectArgs, EveryDevicePointerIsCheckedForAlignment) {
+  const sgtopk::Plan plain = plan_with_flags(0);
+  const sgtopk::Plan full = plan_with_flags(SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
+
+  sgtopk_select_args ok = good_args();
+  ok.lengths = 0x50000;
+  ok.live_rows = 0x60000;
+  const sgtopk::DeviceSelectParams plain_params = sgtopk::make_select_params(plain, &ok, 0);
+  EXPECT_EQ(plain_params.lengths, ok.lengths);
+  EXPECT_EQ(plain_params.live_rows, ok.live_rows);
+  ok.values = 0x70000;
+  ok.starts = 0x80000;
+  ok.route_stats = 0x90000;
+  const sgtopk::DeviceSelectParams full_params = sgtopk::make_select_params(full, &ok, 0);
+  EXPECT_EQ(full_params.values, ok.values);
+  EXPECT_EQ(full_params.starts, ok.starts);
+  // 4-byte aligned but not 8 or 16: enough for the int32/float buffers.
+  sgtopk_select_args four = ok;
+  four.lengths = 0x50004;
+  four.live_rows = 0x60004;
+  four.values = 0x7000c;
+  four.starts = 0x80004;
+  EXPECT_NO_THROW((void)sgtopk::make_select_params(full, &four, 0));
+
+  struct Field {
+    const char* name;
+    sgtopk_devptr sgtopk_select_args::*member;
+    uint64_t alignment;
+    bool needs_full_plan;
+  };
+  const Field fields[] = {
+      {"scores", &sgtopk_select_args::scores, 4, false},
+      {"indices", &sgtopk_select_args::indices, 4, false},
+      {"lengths", &sgtopk_select_args::lengths, 4, false},
+      {"live_rows", &sgtopk_select_args::live_rows, 4, false},
+      {"values", &sgtopk_select_args::values, 4, true},
+      {"starts", &sgtopk_select_args::starts, 4, true},
+      {"workspace", &sgtopk_select_args::workspace, 16, false},
+      {"route_stats", &sgtopk_select_args::route_stats, 8, true},
+  };
+  for (const Field& f : fields) {
+    for (uint64_t offset : {uint64_t{1}, uint64_t{2}, f.alignment / 2}) {
+      if (offset == 0 || offset >= f.alignment) continue;
+      SCOPED_TRACE(std::string(f.name) + " + " + std::to_string(offset));
+      sgtopk_select_args bad = ok;
+      if (!f.needs_full_plan) {
+        bad.values = bad.starts = bad.route_stats = 0;
+      }
+      const uint64_t address = (bad.*f.member == 0 ? 0xa0000 : bad.*f.member) + offset;
+      bad.*f.member = address;
+      char hex[32];
+      std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(address));
+      expect_args_rejected(f.needs_full_plan ? full : plain, bad,
+                           {"args." + std::string(f.name) + " is not " + std::to_string(f.alignment) + "-byte aligned",
+                            hex});
+    }
+  }
+}
+
+// The review's case: lengths at base + 2 bytes was accepted and the kernel
+// faulted. Now refused, on the plain plan and through the whole check.
+TEST(ApiSelectArgs, MisalignedLengthsIsRefusedBeforeTheLaunch) {
+  const sgtopk::Plan plan = plan_with_flags(0);
+  sgtopk_select_args a = good_args();
+  a.lengths = 0x50002;
+  expect_args_rejected(plan, a, {"args.lengths", "0x50002", "4-byte aligned"});
+  a.lengths = 0;  // "every row has width"
+  EXPECT_NO_THROW((void)sgtopk::make_select_params(plan, &a, 0));
 }
