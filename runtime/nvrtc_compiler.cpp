@@ -3,10 +3,14 @@
 #include <nvrtc.h>
 
 #include <filesystem>
+#include <exception>
 #include <fstream>
+#include <stdexcept>
+#include <string>
 
 #include "runtime/error.h"
 #include "runtime/knobs.h"
+#include "runtime/log.h"
 
 namespace sgtopk {
 
@@ -33,6 +37,15 @@ std::string program_log(nvrtcProgram program) {
   return log;
 }
 
+// Writes `text` to `path`, throwing (naming the file) when it cannot be
+// written: an unchecked ofstream fails silently.
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
 }  // namespace
 
 std::vector<std::string> nvrtc_options(const Plan& plan) {
@@ -54,18 +67,19 @@ void write_source_folder(const std::string& dir, const GeneratedSource& source, 
                          const std::string& log) {
   namespace fs = std::filesystem;
   fs::create_directories(fs::path(dir) / "include");
-  std::ofstream(fs::path(dir) / source.name) << source.text;
+  write_text(fs::path(dir) / source.name, source.text);
   for (const auto& [name, text] : source.headers) {
     fs::path path = fs::path(dir) / "include" / name;
     fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
+    write_text(path, text);
   }
-  std::ofstream opts(fs::path(dir) / "options.txt");
-  for (const auto& o : options) opts << o << "\n";
-  opts << "-Iinclude\n";
-  if (!log.empty()) std::ofstream(fs::path(dir) / "nvrtc.log") << log;
-  std::ofstream(fs::path(dir) / "README.txt")
-      << "Reproduce with nvcc: nvcc -cubin -arch=" << "<see options.txt> -Iinclude " << source.name << "\n";
+  std::string opts;
+  for (const auto& o : options) opts += o + "\n";
+  opts += "-Iinclude\n";
+  write_text(fs::path(dir) / "options.txt", opts);
+  if (!log.empty()) write_text(fs::path(dir) / "nvrtc.log", log);
+  write_text(fs::path(dir) / "README.txt",
+             "Reproduce with nvcc: nvcc -cubin -arch=<see options.txt> -Iinclude " + source.name + "\n");
 }
 
 std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector<std::string>& options,
@@ -104,7 +118,17 @@ std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector
   std::vector<char> cubin(size);
   r = nvrtcGetCUBIN(program.handle, cubin.data());
   if (r != NVRTC_SUCCESS) fail(SGTOPK_ERROR_COMPILE, "NVRTC could not return the cubin: " + nvrtc_error(r));
-  if (knobs().keep_sources) write_source_folder(knobs().dump_dir + "/source-" + tag, source, options, log);
+  if (knobs().keep_sources) {
+    // A debugging aid: failing to keep the source must not fail a good compile.
+    const std::string dir = knobs().dump_dir + "/source-" + tag;
+    try {
+      write_source_folder(dir, source, options, log);
+    } catch (const std::exception& e) {
+      log_warning_once("keep-sources-unwritable:" + knobs().dump_dir,
+                       "SGTOPK_KEEP_SOURCES=1 but the kernel source could not be written to " + dir + " (" + e.what() +
+                           "); the compiled kernel is used anyway (set SGTOPK_DUMP_DIR to a writable directory)");
+    }
+  }
   if (log_out) *log_out = log;
   return cubin;
 }

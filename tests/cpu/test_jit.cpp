@@ -654,3 +654,151 @@ TEST(JitFailure, AFailedCompileIsNeverCached) {
   std::error_code ec;
   fs::remove_all(root, ec);
 }
+
+// ------------------------------------------------------- kept sources ----
+//
+// SGTOPK_KEEP_SOURCES=1 writes each compiled source under SGTOPK_DUMP_DIR. It
+// is a debugging aid: when the folder cannot be written the compile still
+// succeeds (one warning per dump directory), it never turns into an error.
+
+namespace {
+
+GeneratedSource tiny_source() {
+  GeneratedSource src;
+  src.name = "sgtopk_keep_test.cu";
+  src.entry = "sgtopk_keep_test";
+  src.text =
+      "#include \"sgtopk/keep_helper.cuh\"\n"
+      "extern \"C\" __global__ void sgtopk_keep_test(int* out) { *out = helper_value(); }\n";
+  // Compiled with broken_options(): plain sm_90 options.
+  src.headers = {{"sgtopk/keep_helper.cuh", "__device__ inline int helper_value() { return 42; }\n"}};
+  return src;
+}
+
+// Sets SGTOPK_KEEP_SOURCES=1, SGTOPK_VERBOSE=1 and SGTOPK_DUMP_DIR for the
+// scope and re-reads the knobs; restores the previous environment after.
+class KeepSourcesInto {
+ public:
+  explicit KeepSourcesInto(const fs::path& dump_dir) {
+    set("SGTOPK_KEEP_SOURCES", "1");
+    set("SGTOPK_VERBOSE", "1");  // the tests read the warning
+    set("SGTOPK_DUMP_DIR", dump_dir.string());
+    reload_knobs();
+  }
+  ~KeepSourcesInto() {
+    for (const auto& [name, old] : saved_) {
+      if (old.second) ::setenv(name.c_str(), old.first.c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+    reload_knobs();
+  }
+  KeepSourcesInto(const KeepSourcesInto&) = delete;
+  KeepSourcesInto& operator=(const KeepSourcesInto&) = delete;
+
+ private:
+  void set(const std::string& name, const std::string& value) {
+    const char* old = std::getenv(name.c_str());
+    saved_[name] = {old ? old : "", old != nullptr};
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  std::map<std::string, std::pair<std::string, bool>> saved_;
+};
+
+int count_warnings(const std::string& err) {
+  int n = 0;
+  for (size_t at = err.find("sgtopk: warning:"); at != std::string::npos; at = err.find("sgtopk: warning:", at + 1)) ++n;
+  return n;
+}
+
+void expect_elf(const std::vector<char>& cubin) {
+  ASSERT_GE(cubin.size(), 4u);
+  EXPECT_EQ(std::memcmp(cubin.data(), "\x7f" "ELF", 4), 0) << "not an ELF cubin";
+}
+
+}  // namespace
+
+TEST(JitKeepSources, WritesTheSourceFolder) {
+  const std::string root = make_temp_dir("sgtopk_jit_keep");
+  ASSERT_FALSE(root.empty());
+  const fs::path dumps = fs::path(root) / "dumps";
+  const GeneratedSource src = tiny_source();
+  const std::string tag = unique_tag("jit-test-keep");
+  {
+    KeepSourcesInto keep(dumps);
+    ::testing::internal::CaptureStderr();
+    std::vector<char> cubin;
+    EXPECT_NO_THROW(cubin = compile_cubin(src, broken_options(), "sm_90", tag));
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    expect_elf(cubin);
+    EXPECT_EQ(count_warnings(err), 0) << err;
+  }
+  const fs::path dir = dumps / ("source-" + tag);
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  EXPECT_EQ(read_text(dir / src.name), src.text);
+  EXPECT_EQ(read_text(dir / "include" / "sgtopk" / "keep_helper.cuh"), src.headers[0].second);
+  EXPECT_TRUE(contains(read_text(dir / "options.txt"), "--gpu-architecture=sm_90"));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST(JitKeepSources, AnUncreatableDumpDirStillCompilesAndWarnsOnce) {
+  const std::string root = make_temp_dir("sgtopk_jit_keep");
+  ASSERT_FALSE(root.empty());
+  // A path below a regular file can never be created, even by root.
+  const fs::path file = fs::path(root) / "plain_file";
+  sgtopk::testing::write_text(file, "x");
+  const fs::path dumps = file / "dumps";
+  const GeneratedSource src = tiny_source();
+  {
+    KeepSourcesInto keep(dumps);
+    ::testing::internal::CaptureStderr();
+    std::vector<char> first, second;
+    try {
+      first = compile_cubin(src, broken_options(), "sm_90", unique_tag("jit-test-keep-ro"));
+      second = compile_cubin(src, broken_options(), "sm_90", unique_tag("jit-test-keep-ro"));
+    } catch (const Error& e) {
+      ::testing::internal::GetCapturedStderr();
+      FAIL() << "a good compile failed because its source could not be kept: "
+             << sgtopk_status_string(e.status()) << ": " << e.what();
+    }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    expect_elf(first);
+    EXPECT_EQ(first, second);
+    EXPECT_EQ(count_warnings(err), 1) << "warned once per dump directory:\n" << err;
+    EXPECT_TRUE(contains(err, "SGTOPK_KEEP_SOURCES")) << err;
+    EXPECT_TRUE(contains(err, dumps.string())) << "the warning names the directory: " << err;
+  }
+  EXPECT_TRUE(fs::is_regular_file(file));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST(JitKeepSources, AnUnwritableFileInTheFolderStillCompiles) {
+  // The folder exists but the source file cannot be opened for writing (a
+  // directory sits at its name; refused even for root): an unchecked ofstream
+  // would fail silently, the write is checked and reported instead.
+  const std::string root = make_temp_dir("sgtopk_jit_keep");
+  ASSERT_FALSE(root.empty());
+  const fs::path dumps = fs::path(root) / "dumps";
+  const GeneratedSource src = tiny_source();
+  const std::string tag = unique_tag("jit-test-keep-blocked");
+  const fs::path blocked = dumps / ("source-" + tag) / src.name;
+  ASSERT_TRUE(fs::create_directories(blocked));
+  {
+    KeepSourcesInto keep(dumps);
+    ::testing::internal::CaptureStderr();
+    std::vector<char> cubin;
+    try {
+      cubin = compile_cubin(src, broken_options(), "sm_90", tag);
+    } catch (const Error& e) {
+      ::testing::internal::GetCapturedStderr();
+      FAIL() << sgtopk_status_string(e.status()) << ": " << e.what();
+    }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    expect_elf(cubin);
+    EXPECT_EQ(count_warnings(err), 1) << err;
+    EXPECT_TRUE(contains(err, blocked.string())) << "the warning names the file: " << err;
+  }
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
