@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/sampled_reference.h"
+#include "runtime/target.h"
 
 namespace sgtopk {
 
@@ -68,6 +69,35 @@ unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
   return kSelectionStateBytes + std::max(frontier_bytes, sort_bytes);
 }
 
+// The most dynamic shared memory one block may opt into, per architecture
+// (CUDA programming guide, "Technical Specifications"); 0: not known here.
+unsigned max_dynamic_shared_bytes(int arch) {
+  switch (arch) {
+    case 70: case 72: return 96u * 1024u;
+    case 75: return 64u * 1024u;
+    case 80: case 87: return 163u * 1024u;
+    case 86: case 89: case 120: case 121: return 99u * 1024u;
+    case 90: case 100: case 101: case 103: case 110: return 227u * 1024u;
+    default: return 0u;
+  }
+}
+
+// A plan whose block cannot get its shared memory on the target is the
+// caller's error (a policy or a K too large for that GPU): say so at compile
+// time, not as a failed cuFuncSetAttribute at load.
+void check_shared_memory(const Problem& p, const Policy& policy, const Target& target, unsigned bytes) {
+  const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
+  if (limit == 0u || bytes <= limit) return;
+  const unsigned frontier_bytes = static_cast<unsigned>(policy.direct.frontier_shared_capacity) * 8u;
+  const bool sort_buffer = p.sorted && static_cast<unsigned>(next_pow2(p.k)) * 8u > frontier_bytes;
+  invalid_argument("the plan needs " + std::to_string(bytes) + " bytes of shared memory per block but " + target.arch +
+                   " allows at most " + std::to_string(limit) + ": " +
+                   (sort_buffer ? "the sorted option at K=" + std::to_string(p.k) +
+                                      " needs a sort buffer of next_pow2(K) x 8 bytes (use a smaller K, or sort outside)"
+                                : "lower select.direct.frontier_shared_capacity (now " +
+                                      std::to_string(policy.direct.frontier_shared_capacity) + ")"));
+}
+
 // Persistent workers: each owns one global frontier slice, so workspace
 // scales with the worker pool, never with rows x width.
 uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {
@@ -88,6 +118,7 @@ Plan persistent_plan(const std::string& family, const std::string& agent_file, c
   plan.min_blocks_per_sm = occupancy_hint(threads, workers_per_sm);
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * workers_per_sm));
   plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   return plan;
 }
 
