@@ -91,7 +91,7 @@ typedef struct sgtopk_problem {
   int64_t width;      /* longest valid row, elements */
   int64_t pitch;      /* row stride of scores in elements; 0 means width */
   int64_t out_pitch;  /* row stride of indices/values in elements; 0 means k */
-  uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS */
+  uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS */
 } sgtopk_problem;
 #define SGTOPK_PROBLEM_INIT {sizeof(sgtopk_problem), SGTOPK_OP_SELECT, SGTOPK_F32, 0, 0, 0, 0, 0, 0u}
 
@@ -101,7 +101,7 @@ typedef struct sgtopk_problem {
 typedef struct sgtopk_compile_options {
   uint32_t struct_size;
   int32_t device;           /* CUDA device ordinal, or -1 for compile-only */
-  const char* arch;         /* "sm_90"; NULL: the device's own (required when device < 0) */
+  const char* arch;         /* "sm_90"; NULL: the device's own, or with device < 0 the policy's compile.default_arch */
   const char* policy_file;  /* TOML file, or NULL */
   const char* policy_toml;  /* TOML text, or NULL (applied after policy_file) */
   const char* family;       /* force a kernel family by name, NULL: the planner's choice */
@@ -119,8 +119,10 @@ typedef struct sgtopk_select_args {
   sgtopk_devptr indices;    /* int32[rows][out_pitch] output */
   sgtopk_devptr values;     /* float[rows][out_pitch] output (needs SGTOPK_VALUES) */
   sgtopk_devptr workspace;  /* sgtopk_workspace_size bytes; 0: the plan's own.
-                               A caller's buffer must be zero-filled before its first
-                               use; every launch leaves it zero-filled again. */
+                               A caller's buffer must be zero-filled before a sampled
+                               plan's first launch on it (row counters in its first 256
+                               bytes, restored to zero by every launch); after another
+                               plan used it, zero-fill it again. */
   sgtopk_devptr route_stats; /* uint64[SGTOPK_ROUTE_STAT_SLOTS] (needs SGTOPK_ROUTE_STATS) */
 } sgtopk_select_args;
 #define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0}

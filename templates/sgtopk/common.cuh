@@ -10,7 +10,7 @@ typedef unsigned long long u64;
 #define SGTOPK_DEVICE __device__ __forceinline__
 
 // Kernel parameters of a select launch. The host mirrors this layout
-// (runtime/launch_params.h); both sides check its size.
+// (DeviceSelectParams in runtime/launch.h); both sides check its size.
 struct SelectParams {
   const float* scores;   // [rows][pitch]
   const int* lengths;    // [rows] or null: every row has kWidth
@@ -19,7 +19,7 @@ struct SelectParams {
   int* indices;          // [rows][out_pitch]
   float* values;         // [rows][out_pitch] or null
   void* workspace;       // per-worker frontier slices (the sampled family: row counters first)
-  unsigned long long rows;  // row capacity (launch-time check against the plan)
+  unsigned long long rows;  // row capacity (the plan's)
   unsigned long long* route_stats;  // [kRouteStatSlots] or null (plans with kRouteStats)
 };
 

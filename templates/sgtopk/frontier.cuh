@@ -140,7 +140,7 @@ struct Refinement {
 
   // Classify one candidate of round r against digit d; carry into round r+1.
   SGTOPK_DEVICE void classify(float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
-    if (digit < d) return;  // dropped: most of the row in the boundary pass
+    if (digit < d) return;  // dropped
     const bool commit = digit > d || (digit == d && take_group);
     const bool carry = digit == d && !take_group;
     const u32 slot = warp_append(commit, &state.committed);

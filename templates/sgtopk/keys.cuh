@@ -40,6 +40,10 @@ SGTOPK_DEVICE float float_from_ordered_key(u32 key) {
 // `x >= endpoint` is false for every x). A binary search over ordered keys
 // from -inf to +inf, exact by construction because coarse_key is monotone
 // there: comparing FP32 scores with it is the same as comparing coarse keys.
+// Bins 0..31 (NaN's bin and the ones below -inf's) all give -inf: NaN is no
+// number, so callers that can meet bin 0 treat it apart. The device kernels
+// use the warp form below; this one is the reference the keys test checks
+// both against.
 SGTOPK_DEVICE float coarse_bin_lower_endpoint(u32 bin) {
   u32 low = 0x007fffffu, high = 0xff800000u;  // ordered keys of -inf and +inf
   if (coarse_key(float_from_ordered_key(high)) < bin) return __uint_as_float(0x7fc00000u);
