@@ -235,7 +235,8 @@ const std::vector<Section>& sections() {
                    "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)"),
        }},
       {"select.split",
-       "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.",
+       "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"
+       "Reserved: no split family exists yet; the keys are parsed and checked, nothing reads them.",
        {
            {"split_counts", IntListSpec{SGTOPK_MEMBER(split.split_counts), {1, 64}, 16},
             "CTAs per row the planner may choose from (paper: 2, 4, 8)"},
@@ -251,11 +252,12 @@ const std::vector<Section>& sections() {
            integer("sampled_min_rows_per_sm", SGTOPK_MEMBER(dispatch.sampled_min_rows_per_sm), {0, 64},
                    "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU)"),
            integer("cluster_max_rows", SGTOPK_MEMBER(dispatch.cluster_max_rows), {0, int64_t{1} << 20},
-                   "at most this many rows use the cluster mapping (0: never)"),
-           integer("cluster_size", SGTOPK_MEMBER(dispatch.cluster_size), {1, 16}, "CTAs per cluster"),
+                   "at most this many rows use the cluster mapping (0: never); reserved: no cluster family yet"),
+           integer("cluster_size", SGTOPK_MEMBER(dispatch.cluster_size), {1, 16}, "CTAs per cluster (reserved: no cluster family yet)"),
        }},
       {"filter",
-       "Top-k / top-p filter (Qrita: Gaussian outlier cutoff, quaternary pivot search).",
+       "Top-k / top-p filter (Qrita: Gaussian outlier cutoff, quaternary pivot search).\n"
+       "Reserved: the filter kernels do not exist yet (its CPU reference does); nothing reads these keys.",
        {
            integer("block_threads", SGTOPK_MEMBER(filter.block_threads), {128, 1024, kPow2}, "threads per CTA"),
            integer("sample_size", SGTOPK_MEMBER(filter.sample_size), {32, 65536},
