@@ -1,0 +1,199 @@
+// One worker CTA of a select family on the host (tools/emulate/run): adversarial
+// rows in, every row checked against a stable sort. Configuration by -D macros
+// (configs.txt).
+#include "prelude.h"
+#include <vector>
+#include <thread>
+#include <random>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include "sgtopk/agent_sampled.cuh"
+using namespace sgtopk;
+
+#ifndef K_
+#define K_ 256
+#endif
+#ifndef WIDTH_
+#define WIDTH_ 30000
+#endif
+#ifndef REG_ITEMS
+#define REG_ITEMS 0
+#endif
+#ifndef FSHARED
+#define FSHARED 512
+#endif
+#ifndef FGLOBAL
+#define FGLOBAL 1024
+#endif
+#ifndef Q0
+#define Q0 24
+#endif
+#ifndef Q1
+#define Q1 28
+#endif
+#ifndef STRIDE
+#define STRIDE 16
+#endif
+#ifndef AGG
+#define AGG false
+#endif
+#ifndef ENDPOINT
+#define ENDPOINT false
+#endif
+#ifndef PREFETCH
+#define PREFETCH false
+#endif
+#ifndef SORTED
+#define SORTED false
+#endif
+#ifndef UNROLL
+#define UNROLL 4
+#endif
+#ifndef THREADS
+#define THREADS 128
+#endif
+#ifndef VECTOR
+#define VECTOR true
+#endif
+#ifndef SAMPLED
+#define SAMPLED 1
+#endif
+constexpr long long kPitchV = WIDTH_ + 7;
+static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
+static constexpr int sort_slots() { int s = 1; while (s < K_) s <<= 1; return s; }
+struct Config {
+  static constexpr int kK = K_;
+  static constexpr int kThreads = THREADS;
+  static constexpr long long kWidth = WIDTH_;
+  static constexpr long long kPitch = kPitchV;
+  static constexpr long long kOutPitch = K_;
+  static constexpr bool kValues = true;
+  static constexpr bool kSorted = SORTED;
+  static constexpr bool kStarts = true;
+  static constexpr bool kRouteStats = true;
+  static constexpr int kRegisterItems = REG_ITEMS;
+  static constexpr int kUnroll = UNROLL;
+  static constexpr bool kPrefetch = PREFETCH;
+  static constexpr int kPrefetchL2 = 0;
+  static constexpr bool kAggregateHistogram = AGG;
+  static constexpr bool kEndpointClassify = ENDPOINT;
+  static constexpr bool kVectorLoads = VECTOR;
+  static constexpr int kIndexBits = 15;  // ceil_log2(WIDTH) for 30000 (checked below)
+  static constexpr int kFrontierShared = FSHARED;
+  static constexpr int kFrontierGlobal = FGLOBAL;
+  static constexpr int kSortSlots = SORTED ? sort_slots() : 1;
+  static constexpr int kViewGather = 3;
+  static constexpr int kStrideWide = STRIDE;
+  static constexpr int kStrideNarrow = STRIDE;
+  static constexpr long long kWideRowThreshold = 1ll << 40;
+  static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
+};
+
+static unsigned okey(float x) {
+  unsigned b = __float_as_uint(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return 0u;
+  if (b == 0x80000000u) b = 0u;
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+int main(int argc, char** argv) {
+  if (ceil_log2(WIDTH_) > Config::kIndexBits) { std::printf("index bits\n"); return 2; }
+  const int rows = argc > 1 ? std::atoi(argv[1]) : 60;
+  const unsigned seed = argc > 2 ? std::atoi(argv[2]) : 1;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> scores(rows * kPitchV);
+  std::vector<int> lens(rows), starts(rows), fam(rows);
+  for (int r = 0; r < rows; ++r) {
+    int f = r % 14; fam[r] = f;
+    int len;
+    int pick = (r / 14) % 6;
+    if (pick == 0) len = WIDTH_;
+    else if (pick == 1) len = std::max(0, K_ + (int)(rng() % 3) - 1);
+    else if (pick == 2) len = rng() % (WIDTH_ + 1);
+    else len = WIDTH_ - (int)(rng() % 64);
+    lens[r] = len;
+    starts[r] = rng() % (kPitchV - len + 1);
+    float* row = scores.data() + r * kPitchV;
+    for (long long i = 0; i < kPitchV; ++i) row[i] = __uint_as_float(0x7fc00000u | (rng() & 0xffff));  // garbage
+    row += starts[r];
+    const int phase = rng() % 64;
+    for (int i = 0; i < len; ++i) {
+      float x;
+      switch (f) {
+        case 0: x = u(rng); break;
+        case 1: x = g(rng); break;
+        case 2: x = 1.0f; break;
+        case 3: { x = std::max(0.f, g(rng)); if (x == 0.f && (rng() & 1)) x = -0.0f; break; }
+        case 4: x = std::round(g(rng) * 4.f) / 4.f; break;
+        case 5: x = (rng() % 10 < 3) ? NAN : g(rng) * 100.f; break;
+        case 6: x = (rng() % 100 < 97) ? -INFINITY : g(rng); break;
+        case 7: x = i * 1e-3f; break;
+        case 8: x = (i % 64 == phase) ? 10.f + g(rng) : g(rng); break;
+        case 9: { int k = rng() % 4; x = k == 0 ? g(rng) * 1e5f : k == 1 ? g(rng) * 1e-40f : k == 2 ? g(rng) * 65504.f : g(rng) * 1e-7f; break; }
+        case 10: x = (rng() % 1000 == 0) ? 50.f + g(rng) : g(rng) * 0.1f; break;
+        case 11: x = (rng() % 100 < 99) ? NAN : 1.0f; break;  // fewer than K numbers
+        case 12: x = -(float)i; break;
+        default: x = (rng() % 2) ? INFINITY : std::round(g(rng)); break;
+      }
+      row[i] = x;
+    }
+  }
+  std::vector<int> indices(rows * K_, -7);
+  std::vector<float> values(rows * K_, 0.f);
+  typedef typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type Agent;
+  std::vector<unsigned char> workspace(kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64, 0);
+  unsigned long long stats[kRouteStatSlots] = {};
+  SelectParams p{};
+  p.scores = scores.data(); p.lengths = lens.data(); p.starts = starts.data(); p.live_rows = nullptr;
+  p.indices = indices.data(); p.values = values.data(); p.workspace = workspace.data(); p.rows = rows; p.route_stats = stats;
+  static_assert(Agent::kSharedBytes <= sizeof(emu_shared));
+  std::memset(emu_shared, 0xcd, sizeof(emu_shared));
+  g_block = new std::barrier<>(THREADS);
+  g_warps = new EmuWarp[THREADS / 32];
+  std::vector<std::thread> ts;
+  for (int t = 0; t < THREADS; ++t) ts.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
+  for (auto& t : ts) t.join();
+  // check
+  int bad_rows = 0;
+  for (int r = 0; r < rows; ++r) {
+    const float* row = scores.data() + r * kPitchV + starts[r];
+    const int len = lens[r];
+    std::vector<int> got(indices.begin() + r * K_, indices.begin() + (r + 1) * K_);
+    std::vector<int> want;
+    if (len <= K_) {
+      for (int i = 0; i < K_; ++i) want.push_back(i < len ? i : -1);
+    } else {
+      std::vector<int> idx(len);
+      for (int i = 0; i < len; ++i) idx[i] = i;
+      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return okey(row[a]) > okey(row[b]); });
+      want.assign(idx.begin(), idx.begin() + K_);
+    }
+    bool ok = true;
+    std::vector<int> gs = got, ws = want;
+    if (SORTED && len > K_) { ok = got == want; }
+    std::sort(gs.begin(), gs.end()); std::sort(ws.begin(), ws.end());
+    if (gs != ws) ok = false;
+    for (int s = 0; s < K_ && ok; ++s) {
+      int i = got[s];
+      float v = values[r * K_ + s];
+      if (i >= 0 && __float_as_uint(v) != __float_as_uint(row[i])) { ok = false; std::printf("value mismatch row %d slot %d\n", r, s); }
+    }
+    if (!ok) {
+      if (bad_rows < 10) {
+        int missing = 0; std::vector<int> d;
+        std::set_difference(ws.begin(), ws.end(), gs.begin(), gs.end(), std::back_inserter(d));
+        std::printf("BAD row %d family %d len %d start %d: %zu expected indices missing (first %d)\n", r, fam[r], len, starts[r], d.size(), d.empty() ? -99 : d[0]);
+        (void)missing;
+      }
+      ++bad_rows;
+    }
+  }
+  std::printf("rows %d bad %d | short %llu noview %llu primary %llu band %llu exact %llu candidates %llu\n", rows, bad_rows,
+              stats[0], stats[1], stats[2], stats[3], stats[4], stats[5]);
+  unsigned claims[2]; std::memcpy(claims, workspace.data(), 8);
+  if (SAMPLED && (claims[0] || claims[1])) std::printf("claims not restored %u %u\n", claims[0], claims[1]);
+  return bad_rows ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+// Host stand-ins for the CUDA built-ins the select templates use (tools/emulate/run):
+// threads are OS threads, __syncthreads a std::barrier, warp shuffles and votes
+// exchange through a per-warp buffer; __activemask() is the calling lane alone,
+// the worst divergence the CUDA model allows.
+#pragma once
+#include <barrier>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <atomic>
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+struct EmuDim { unsigned x; };
+inline thread_local EmuDim threadIdx;
+inline EmuDim blockIdx{0};
+inline EmuDim gridDim{1};
+#define __device__
+#define __forceinline__ inline
+alignas(16) inline unsigned char emu_shared[1 << 20];
+struct EmuWarp { std::barrier<> bar{32}; unsigned long long buf[32]; };
+inline EmuWarp* g_warps = nullptr;
+inline std::barrier<>* g_block = nullptr;
+inline void __syncthreads() { g_block->arrive_and_wait(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline long long clock64() { return 0; }
+template <typename T> inline T __ldg(const T* p) { return *p; }
+inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline unsigned short emu_f16_bits(float x) { _Float16 h = (_Float16)x; unsigned short b; std::memcpy(&b, &h, 2); return b; }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+  unsigned old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+inline unsigned emu_lane() { return threadIdx.x & 31u; }
+inline void emu_exchange(unsigned long long v, unsigned long long out[32]) {
+  EmuWarp& w = g_warps[threadIdx.x / 32];
+  w.buf[emu_lane()] = v;
+  w.bar.arrive_and_wait();
+  std::memcpy(out, w.buf, sizeof(w.buf));
+  w.bar.arrive_and_wait();
+}
+inline bool emu_self(unsigned mask) { return mask == (1u << emu_lane()); }
+inline void emu_check(unsigned mask, const char* what) {
+  if (mask != 0xffffffffu && !emu_self(mask)) { std::fprintf(stderr, "unsupported mask %08x in %s\n", mask, what); std::abort(); }
+  if (!(mask >> emu_lane() & 1u)) { std::fprintf(stderr, "lane not in mask in %s\n", what); std::abort(); }
+}
+inline unsigned __activemask() { return 1u << emu_lane(); }  // worst-case divergence: legal under ITS
+template <typename T> inline unsigned long long emu_pack(T v) { unsigned long long b = 0; std::memcpy(&b, &v, sizeof(T)); return b; }
+template <typename T> inline T emu_unpack(unsigned long long b) { T v; std::memcpy(&v, &b, sizeof(T)); return v; }
+template <typename T> inline T __shfl_sync(unsigned mask, T v, int src) {
+  emu_check(mask, "shfl");
+  if (emu_self(mask)) { if ((unsigned)src != emu_lane()) { std::fprintf(stderr, "self shfl from other lane\n"); std::abort(); } return v; }
+  unsigned long long all[32]; emu_exchange(emu_pack(v), all); return emu_unpack<T>(all[src & 31]);
+}
+template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) {
+  emu_check(mask, "shfl_up");
+  if (emu_self(mask)) return v;
+  unsigned long long all[32]; emu_exchange(emu_pack(v), all);
+  return emu_lane() >= d ? emu_unpack<T>(all[emu_lane() - d]) : v;
+}
+inline unsigned __ballot_sync(unsigned mask, bool pred) {
+  emu_check(mask, "ballot");
+  if (emu_self(mask)) return pred ? mask : 0u;
+  unsigned long long all[32]; emu_exchange(pred ? 1 : 0, all);
+  unsigned r = 0; for (int i = 0; i < 32; ++i) if (all[i]) r |= 1u << i; return r;
+}
+inline unsigned __match_any_sync(unsigned mask, unsigned v) {
+  emu_check(mask, "match_any");
+  if (emu_self(mask)) return mask;
+  unsigned long long all[32]; emu_exchange(v, all);
+  unsigned r = 0; for (int i = 0; i < 32; ++i) if (all[i] == v) r |= 1u << i; return r;
+}
