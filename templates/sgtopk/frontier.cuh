@@ -303,7 +303,7 @@ struct Refinement {
         row.for_each([&](int i, float value) {
           const u32 index = static_cast<u32>(i);
           if (in_group(value, index, r)) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
-        }, NothingBetweenChunks());
+        });
       }
       advance(take_group, d, r);
     }

@@ -122,24 +122,19 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_
 }
 
 // Calls visit(index, value) for every i in [0, len). Not every lane reaches a
-// given call (tails), so visit must not assume a converged warp. After each
-// block-wide chunk of the body every thread calls between_chunks().
-template <typename Shape, typename Visit, typename Between>
-SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit, Between&& between_chunks) {
+// given call (tails), so visit must not assume a converged warp. (Passes that
+// need the block-wide chunks use for_each_chunk.)
+template <typename Shape, typename Visit>
+SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit) {
   for_each_chunk<Shape>(
       row, len,
       [&](const auto& chunk) {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n)
           if (chunk.is_valid(n)) visit(static_cast<int>(chunk.index(n)), chunk.score(n));
-        between_chunks();
       },
       visit);
 }
-
-struct NothingBetweenChunks {
-  SGTOPK_DEVICE void operator()() const {}
-};
 
 // A short row held in registers: element u*kThreads + t lives in thread t's
 // slot u. Loaded once, visited as often as the passes need.
@@ -157,8 +152,8 @@ struct RegisterRow {
     }
   }
 
-  template <typename Visit, typename Between>
-  SGTOPK_DEVICE void for_each(Visit&& visit, Between&&) const {
+  template <typename Visit>
+  SGTOPK_DEVICE void for_each(Visit&& visit) const {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = u * kThreads + static_cast<int>(threadIdx.x);
@@ -189,9 +184,9 @@ struct StreamedRow {
     len = row_len;
   }
 
-  template <typename Visit, typename Between>
-  SGTOPK_DEVICE void for_each(Visit&& visit, Between&& between_chunks) const {
-    for_each_score<Shape>(row, len, visit, between_chunks);
+  template <typename Visit>
+  SGTOPK_DEVICE void for_each(Visit&& visit) const {
+    for_each_score<Shape>(row, len, visit);
   }
 
   template <typename VisitChunk, typename VisitScalar>
