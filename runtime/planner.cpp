@@ -63,10 +63,12 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
 
 // Dynamic shared memory: the selection state, then the frontier (aliased by
 // the sort buffer).
+unsigned frontier_shared_bytes(const Policy& policy) {
+  return static_cast<unsigned>(policy.direct.frontier_shared_capacity) * 8u;
+}
+unsigned sort_buffer_bytes(const Problem& p) { return p.sorted ? static_cast<unsigned>(next_pow2(p.k)) * 8u : 0u; }
 unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
-  const unsigned frontier_bytes = static_cast<unsigned>(policy.direct.frontier_shared_capacity) * 8u;
-  const unsigned sort_bytes = p.sorted ? static_cast<unsigned>(next_pow2(p.k)) * 8u : 0u;
-  return kSelectionStateBytes + std::max(frontier_bytes, sort_bytes);
+  return kSelectionStateBytes + std::max(frontier_shared_bytes(policy), sort_buffer_bytes(p));
 }
 
 // The most dynamic shared memory one block may opt into, per architecture
@@ -88,8 +90,7 @@ unsigned max_dynamic_shared_bytes(int arch) {
 void check_shared_memory(const Problem& p, const Policy& policy, const Target& target, unsigned bytes) {
   const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
   if (limit == 0u || bytes <= limit) return;
-  const unsigned frontier_bytes = static_cast<unsigned>(policy.direct.frontier_shared_capacity) * 8u;
-  const bool sort_buffer = p.sorted && static_cast<unsigned>(next_pow2(p.k)) * 8u > frontier_bytes;
+  const bool sort_buffer = sort_buffer_bytes(p) > frontier_shared_bytes(policy);
   invalid_argument("the plan needs " + std::to_string(bytes) + " bytes of shared memory per block but " + target.arch +
                    " allows at most " + std::to_string(limit) + ": " +
                    (sort_buffer ? "the sorted option at K=" + std::to_string(p.k) +
