@@ -5,8 +5,9 @@
 //            histogrammed by coarse key; the bins holding sample ranks q0 and
 //            q1 become the primary and secondary boundaries tau0 >= tau1
 //   phase 2  certification: the one full pass admits every x >= endpoint(tau0)
-//            into the frontier and histograms its first FP32 digit; K or more
-//            admitted certifies the proposal (lemma 4.1)
+//            into the frontier; K or more admitted certifies the proposal
+//            (lemma 4.1), and the stored candidates' first FP32 digit is then
+//            histogrammed for refinement
 //   band     on underfill only: a second pass adds endpoint(tau1) <= x < endpoint(tau0)
 //   exact    on continued underfill (or a view too small): the direct-exact route
 //   phase 3  frontier-only refinement, the same Refinement as direct-exact
@@ -101,8 +102,8 @@ struct SampledAgent {
   }
 
   // Phase 2 and, on underfill, the band: each pass admits every x in
-  // [low, high) as a candidate, stored and histogrammed by its first FP32
-  // digit. K or more candidates (exactly the x >= admit_low) hold the top-K:
+  // [low, high) as a candidate (stored; their first FP32 digit is counted
+  // once a pass certifies). K or more candidates (exactly the x >= admit_low) hold the top-K:
   // lemma 4.1, since every admitted value exceeds every other. Returns the
   // route that certified (kRoutePrimary, kRouteBand), else kRouteExact.
   static SGTOPK_DEVICE int certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
@@ -113,8 +114,8 @@ struct SampledAgent {
     float low = proposal.primary_low, high = __int_as_float(0x7fc00000);
     const auto admit = [&](float value) { return value >= low && !(value >= high); };
     for (int pass = 0; pass < 2; ++pass) {
-      row.for_each_chunk([&](const auto& chunk) { refine.carry_chunk(chunk, admit); },
-                         [&](int i, float value) { refine.carry(admit(value), value, static_cast<u32>(i), 0); });
+      row.for_each_chunk([&](const auto& chunk) { refine.admit_chunk(chunk, admit); },
+                         [&](int i, float value) { refine.admit(admit(value), value, static_cast<u32>(i)); });
       __syncthreads();
       clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
       const u32 admitted = state.next_count;
@@ -125,6 +126,7 @@ struct SampledAgent {
           state.admit_low = low;
         }
         __syncthreads();
+        refine.count_admitted_digits();
         return pass == 0 ? kRoutePrimary : kRouteBand;
       }
       if (!(proposal.secondary_low < proposal.primary_low)) break;  // no band

@@ -167,9 +167,12 @@ struct Refinement {
   // slots at once, instead of a vote and a divergent branch per score, which
   // made the passes instruction-bound.
 
-  // Carries every valid score of the chunk that `admit` accepts into round 1.
+  // The sampled certification: stores every valid score of the chunk that
+  // `admit` accepts as a round-1 candidate. Only stored: the round-1
+  // histogram is built once the pass is over (count_admitted_digits), so the
+  // loop every lane runs over its 16 slots stays a bit test and a store.
   template <typename Chunk, typename Admit>
-  SGTOPK_DEVICE void carry_chunk(const Chunk& chunk, Admit&& admit) {
+  SGTOPK_DEVICE void admit_chunk(const Chunk& chunk, Admit&& admit) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 taken = 0u;
 #pragma unroll
@@ -179,7 +182,35 @@ struct Refinement {
     if (taken == 0u) return;
 #pragma unroll
     for (int n = 0; n < Chunk::kCount; ++n)
-      if ((taken >> n) & 1u) keep(slot++, chunk.score(n), chunk.index(n), 0);
+      if ((taken >> n) & 1u) store.store(slot++, chunk.score(n), chunk.index(n));
+  }
+
+  // The same for one score (heads and tails, where lanes diverge).
+  SGTOPK_DEVICE void admit(bool take, float value, u32 index) {
+    const u32 slot = warp_append(take, &state.next_count);
+    if (take) store.store(slot, value, index);
+  }
+
+  // After certification: the histogram of the candidates' round-1 digits,
+  // from the stored frontier, or from the row (x >= admit_low) when the
+  // frontier overflowed its capacity. Ends with a barrier.
+  SGTOPK_DEVICE void count_admitted_digits() {
+    const u32 count = state.frontier_count;
+    const auto count_digit = [&](float value, u32 index) {
+      atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), 1)], 1u);
+    };
+    if (count <= Store::kCapacity) {
+      for (u32 slot = threadIdx.x; slot < count; slot += kThreads) {
+        float value;
+        u32 index;
+        store.load(slot, &value, &index);
+        count_digit(value, index);
+      }
+    } else {
+      const float low = state.admit_low;
+      row.for_each([&](int i, float value) { if (value >= low) count_digit(value, static_cast<u32>(i)); });
+    }
+    __syncthreads();
   }
 
   // Round 0 over a chunk against boundary digit d (see classify).
