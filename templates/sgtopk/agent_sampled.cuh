@@ -129,9 +129,12 @@ struct SampledAgent {
         refine.count_admitted_digits();
         return pass == 0 ? kRoutePrimary : kRouteBand;
       }
-      if (!(proposal.secondary_low < proposal.primary_low)) break;  // no band
+      // The band's endpoint comes back from shared memory rather than being
+      // held in a register across the pass (it spilled with 8 loads in flight).
+      const float secondary_low = state.proposal_secondary_low;
+      if (!(secondary_low < low)) break;  // no band (low is still the primary endpoint here)
       high = low;
-      low = proposal.secondary_low;
+      low = secondary_low;
     }
     return kRouteExact;
   }
