@@ -109,33 +109,37 @@ struct SampledAgent {
   static SGTOPK_DEVICE int certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
                                    PhaseClock<Config::kRouteStats>& clock) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
-    // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
-    // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
-    float low = proposal.primary_low, high = __int_as_float(0x7fc00000);
-    const auto admit = [&](float value) { return value >= low && !(value >= high); };
-    for (int pass = 0; pass < 2; ++pass) {
+    // Appends the pass's candidates; true when the frontier then holds K or
+    // more (certified, with admit_low its threshold and the round-1 histogram
+    // counted).
+    const auto run_pass = [&](const auto& admit, float admit_low, int cycles_slot) {
       row.for_each_chunk([&](const auto& chunk) { refine.admit_chunk(chunk, admit); },
                          [&](int i, float value) { refine.admit(admit(value), value, static_cast<u32>(i)); });
       __syncthreads();
-      clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
+      clock.lap(cycles_slot);
       const u32 admitted = state.next_count;
       __syncthreads();  // every thread has the count before the band pass appends to it
-      if (admitted >= static_cast<u32>(Config::kK)) {
-        if (threadIdx.x == 0) {
-          state.frontier_count = admitted;
-          state.admit_low = low;
-        }
-        __syncthreads();
-        refine.count_admitted_digits();
-        return pass == 0 ? kRoutePrimary : kRouteBand;
+      if (admitted < static_cast<u32>(Config::kK)) return false;
+      if (threadIdx.x == 0) {
+        state.frontier_count = admitted;
+        state.admit_low = admit_low;
       }
-      // The band's endpoint comes back from shared memory rather than being
-      // held in a register across the pass (it spilled with 8 loads in flight).
-      const float secondary_low = state.proposal_secondary_low;
-      if (!(secondary_low < low)) break;  // no band (low is still the primary endpoint here)
-      high = low;
-      low = secondary_low;
-    }
+      __syncthreads();
+      refine.count_admitted_digits();
+      return true;
+    };
+    // Primary: x >= endpoint(tau0), one comparison per score (it is most of the work).
+    const float primary_low = proposal.primary_low;
+    if (run_pass([=](float value) { return value >= primary_low; }, primary_low, kCyclesCertification))
+      return kRoutePrimary;
+    // Band, only when the primary underfills: endpoint(tau1) <= x < endpoint(tau0).
+    // Its endpoint comes back from shared memory rather than being held in a
+    // register across the primary pass.
+    const float secondary_low = state.proposal_secondary_low, band_high = state.proposal_primary_low;
+    if (!(secondary_low < band_high)) return kRouteExact;  // no band
+    if (run_pass([=](float value) { return value >= secondary_low && value < band_high; }, secondary_low,
+                 kCyclesRecovery))
+      return kRouteBand;
     return kRouteExact;
   }
 

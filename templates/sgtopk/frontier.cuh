@@ -179,10 +179,12 @@ struct Refinement {
     for (int n = 0; n < Chunk::kCount; ++n)
       if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;
     u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
-    if (taken == 0u) return;
-#pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n)
-      if ((taken >> n) & 1u) store.store(slot++, chunk.score(n), chunk.index(n));
+    // Only the marked scores, one per iteration: a warp runs as many
+    // iterations as its busiest lane has candidates (a few), not kCount.
+    for (; taken != 0u; taken &= taken - 1u) {
+      const int n = __ffs(taken) - 1;
+      store.store(slot++, chunk.score_at(n), chunk.index(n));
+    }
   }
 
   // The same for one score (heads and tails, where lanes diverge).
@@ -236,11 +238,14 @@ struct Refinement {
     if (lane == 1 && (total & 0xffffu) != 0u) base = atomicAdd(&state.next_count, total & 0xffffu);
     u32 commit_slot = __shfl_sync(0xffffffffu, base, 0) + (before >> 16);
     u32 carry_slot = __shfl_sync(0xffffffffu, base, 1) + (before & 0xffffu);
-    if ((commits | carries) == 0u) return;
-#pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n) {
-      if ((commits >> n) & 1u) out.commit(commit_slot++, chunk.index(n), chunk.score(n));
-      else if ((carries >> n) & 1u) keep(carry_slot++, chunk.score(n), chunk.index(n), 0);
+    // Only the marked scores (see admit_chunk).
+    for (; commits != 0u; commits &= commits - 1u) {
+      const int n = __ffs(commits) - 1;
+      out.commit(commit_slot++, chunk.index(n), chunk.score_at(n));
+    }
+    for (; carries != 0u; carries &= carries - 1u) {
+      const int n = __ffs(carries) - 1;
+      keep(carry_slot++, chunk.score_at(n), chunk.index(n), 0);
     }
   }
 
