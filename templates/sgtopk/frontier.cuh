@@ -324,16 +324,28 @@ struct Refinement {
       const u32 d = resolve(&take_group);
       const u32 count = state.frontier_count;
       if (count <= Store::kCapacity) {
-        // Stored frontier: read a block-wide chunk into registers, then
-        // compact the carried group in place (slots written never exceed
-        // slots already read).
-        for (u32 base = 0; base < count; base += kThreads) {
-          const u32 slot = base + threadIdx.x;
-          float value = 0.0f;
-          u32 index = 0u;
-          if (slot < count) store.load(slot, &value, &index);
+        // Stored frontier: read kBatch block-wide chunks into registers,
+        // then compact the carried group in place (slots written never
+        // exceed slots already read). kBatch slots per thread cover the
+        // usual frontier (a few K) with one barrier per round instead of one
+        // per kThreads slots.
+        constexpr int kBatch = 8;
+        for (u32 base = 0; base < count; base += kThreads * kBatch) {
+          float value[kBatch];
+          u32 index[kBatch];
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
+            value[b] = 0.0f;
+            index[b] = 0u;
+            if (slot < count) store.load(slot, &value[b], &index[b]);
+          }
           __syncthreads();
-          if (slot < count) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
+            if (slot < count) classify(value[b], index[b], Schedule::digit(rank_key(value[b], index[b]), r), d, take_group, r);
+          }
         }
       } else {
         row.for_each([&](int i, float value) {
