@@ -60,7 +60,7 @@ SGTOPK_DEVICE void raise_floor(const u32* bins, u32 rank, u32* floor_bin) {
   if (hit == 0u || lane != __ffs(hit) - 1) return;
   const u32 before = above_owner + pair_inclusive - high - low;
   const u32 bin = static_cast<u32>(before + high >= rank ? top - 2 * lane : top - 2 * lane - 1);
-  if (bin > *reinterpret_cast<volatile u32*>(floor_bin)) *reinterpret_cast<volatile u32*>(floor_bin) = bin;
+  atomicMax(floor_bin, bin);  // two warps may raise it at once: never lower it
 }
 
 }  // namespace sgtopk
