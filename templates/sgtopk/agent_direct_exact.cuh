@@ -48,6 +48,20 @@ struct DirectExactAgent {
     }
   }
 
+  // Run by one warp: publishes a higher proven floor, bin first, then its
+  // lowest number (two warps may race; every value either writes is a
+  // proven floor, so readers stay conservative whatever they see).
+  static SGTOPK_DEVICE void raise_floor(SelectionState& state) {
+    const u32 proven = proven_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK));
+    if (proven <= kCoarseKeyMinNumber) return;  // warp-uniform
+    u32 previous = 0u;
+    if ((threadIdx.x & 31) == 0) previous = atomicMax(&state.floor_bin, proven);
+    previous = __shfl_sync(0xffffffffu, previous, 0);
+    if (proven <= previous) return;
+    const float low = coarse_bin_lower_endpoint_warp(proven);
+    if ((threadIdx.x & 31) == 0) *reinterpret_cast<volatile float*>(&state.floor_low) = low;
+  }
+
   // The exact coarse route up to refinement: the histogram pass, then the
   // boundary pass that commits everything above the boundary bin and leaves
   // the bin as the frontier.
@@ -58,24 +72,36 @@ struct DirectExactAgent {
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and
     // most of a row skips the shared atomics (exact counts are only needed
-    // at or above the final boundary). Reading the floor once per chunk only
-    // lets a few more scores through: it stays a lower bound.
+    // at or above the final boundary). The floor is read once per chunk, as
+    // a bin and as that bin's lowest number: above -inf's bin (where NaN can
+    // no longer matter) one FP32 comparison decides, and only the scores
+    // that pass compute their key. A stale read only lets more scores
+    // through: either value is a proven lower bound on its own.
     const auto count = [&](float value, u32 floor_bin) {
       const u32 bin = coarse_key(value);
       if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
     };
     const volatile u32& floor_bin = state.floor_bin;
+    const volatile float& floor_low = state.floor_low;
     row.for_each_chunk(
         [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
+          if (floor_now > kCoarseKeyMinNumber) {
+            const float low = floor_low;
 #pragma unroll
-          for (int n = 0; n < chunk.kCount; ++n) {
-            const u32 bin = coarse_key(chunk.score(n));
-            if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+            for (int n = 0; n < chunk.kCount; ++n)
+              if (chunk.is_valid(n) && chunk.score(n) >= low)
+                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+          } else {
+#pragma unroll
+            for (int n = 0; n < chunk.kCount; ++n) {
+              const u32 bin = coarse_key(chunk.score(n));
+              if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+            }
           }
           // A different warp each chunk, so no warp falls behind the stream.
           if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
-            raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
+            raise_floor(state);
           ++chunk_number;
         },
         [&](int, float value) { count(value, floor_bin); });

@@ -59,6 +59,7 @@ struct SelectionState {
   u32 coarse_boundary;  // round-0 boundary bin
   u32 done;
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
+  float floor_low;      // a lower endpoint of a proven floor bin (-inf until one is known)
   float boundary_low;   // lowest number in the boundary bin (endpoint classification)
   float boundary_high;  // lowest number above the boundary bin, NaN when none
   float proposal_primary_low;    // sampled proposal: endpoint(tau0)
@@ -84,6 +85,7 @@ SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_th
     state.done = 0u;
     state.prefix = 0ull;
     state.floor_bin = 0u;
+    state.floor_low = __int_as_float(0xff800000);
     state.admit_by_threshold = admit_by_threshold;
   }
   __syncthreads();
