@@ -87,11 +87,15 @@ struct DirectExactAgent {
         [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
           if (floor_now > kCoarseKeyMinNumber) {
+            // Mark, then key and count only the marked (few, once the floor
+            // has risen), one set bit at a time.
             const float low = floor_low;
+            u32 above = 0u;
 #pragma unroll
             for (int n = 0; n < chunk.kCount; ++n)
-              if (chunk.is_valid(n) && chunk.score(n) >= low)
-                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+              above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
+            for (; above != 0u; above &= above - 1u)
+              count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
           } else {
 #pragma unroll
             for (int n = 0; n < chunk.kCount; ++n) {
