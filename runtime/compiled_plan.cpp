@@ -89,8 +89,11 @@ std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem_in, con
       // context (workspace sizes are whole 8-byte frontier entries).
       const DriverApi& cu = driver();
       CUstream fill = nullptr;
-      check_cuda(cu.cuStreamCreate(&fill, 0x1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate(workspace)");
-      const CUresult set = cu.cuMemsetD32Async(ptr, 0u, plan.workspace_bytes / 4u, fill);
+      static_assert(kRowClaimsBytes % 8u == 0u, "workspace sizes stay whole words");
+      check_cuda(cu.cuStreamCreate(&fill, CU_STREAM_NON_BLOCKING), "cuStreamCreate(workspace)");
+      const CUresult set = plan.workspace_bytes % 4u == 0u
+                               ? cu.cuMemsetD32Async(ptr, 0u, plan.workspace_bytes / 4u, fill)
+                               : cu.cuMemsetD8Async(ptr, 0u, plan.workspace_bytes, fill);
       const CUresult done = set == CUDA_SUCCESS ? cu.cuStreamSynchronize(fill) : set;
       cu.cuStreamDestroy(fill);
       check_cuda(done, "zero-filling the workspace");

@@ -49,8 +49,9 @@ struct DirectExactAgent {
   }
 
   // Run by one warp: publishes a higher proven floor, bin first, then its
-  // lowest number (two warps may race; every value either writes is a
-  // proven floor, so readers stay conservative whatever they see).
+  // lowest number, each with atomicMax (keys order like the numbers), so a
+  // slower warp with a lower floor never lowers either; every value a reader
+  // can see is a proven floor, so readers stay conservative.
   static SGTOPK_DEVICE void raise_floor(SelectionState& state) {
     const u32 proven = proven_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK));
     if (proven <= kCoarseKeyMinNumber) return;  // warp-uniform
@@ -59,7 +60,7 @@ struct DirectExactAgent {
     previous = __shfl_sync(0xffffffffu, previous, 0);
     if (proven <= previous) return;
     const float low = coarse_bin_lower_endpoint_warp(proven);
-    if ((threadIdx.x & 31) == 0) *reinterpret_cast<volatile float*>(&state.floor_low) = low;
+    if ((threadIdx.x & 31) == 0) atomicMax(&state.floor_low_key, ordered_key(low));
   }
 
   // The exact coarse route up to refinement: the histogram pass, then the
@@ -82,20 +83,28 @@ struct DirectExactAgent {
       if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
     };
     const volatile u32& floor_bin = state.floor_bin;
-    const volatile float& floor_low = state.floor_low;
+    const volatile u32& floor_low_key = state.floor_low_key;
     row.for_each_chunk(
         [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
           if (floor_now > kCoarseKeyMinNumber) {
             // Mark, then key and count only the marked (few, once the floor
             // has risen), one set bit at a time.
-            const float low = floor_low;
+            const float low = float_from_ordered_key(floor_low_key);
             u32 above = 0u;
 #pragma unroll
             for (int n = 0; n < chunk.kCount; ++n)
               above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
-            for (; above != 0u; above &= above - 1u)
-              count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+            if (__popc(above) > 4) {
+              // Crowded (a plateau at the floor, ReLU zeros): every marked
+              // score from its register, unrolled, rather than one re-read each.
+#pragma unroll
+              for (int n = 0; n < chunk.kCount; ++n)
+                if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+            } else {
+              for (; above != 0u; above &= above - 1u)
+                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+            }
           } else {
 #pragma unroll
             for (int n = 0; n < chunk.kCount; ++n) {

@@ -126,6 +126,7 @@ struct SampledAgent {
       }
       __syncthreads();
       refine.count_admitted_digits();
+      clock.lap(cycles_slot);  // counting the candidates' digits is part of the pass's work
       return true;
     };
     // Primary: x >= endpoint(tau0), one comparison per score (it is most of the work).

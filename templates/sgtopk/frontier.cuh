@@ -59,7 +59,7 @@ struct SelectionState {
   u32 coarse_boundary;  // round-0 boundary bin
   u32 done;
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
-  float floor_low;      // a lower endpoint of a proven floor bin (-inf until one is known)
+  u32 floor_low_key;    // ordered_key of a proven floor bin's lowest number (-inf's until one is known)
   float boundary_low;   // lowest number in the boundary bin (endpoint classification)
   float boundary_high;  // lowest number above the boundary bin, NaN when none
   float proposal_primary_low;    // sampled proposal: endpoint(tau0)
@@ -85,7 +85,7 @@ SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_th
     state.done = 0u;
     state.prefix = 0ull;
     state.floor_bin = 0u;
-    state.floor_low = __int_as_float(0xff800000);
+    state.floor_low_key = ordered_key(__int_as_float(0xff800000));
     state.admit_by_threshold = admit_by_threshold;
   }
   __syncthreads();
@@ -170,9 +170,11 @@ struct Refinement {
   // made the passes instruction-bound.
 
   // The sampled certification: stores every valid score of the chunk that
-  // `admit` accepts as a round-1 candidate. Only stored: the round-1
-  // histogram is built once the pass is over (count_admitted_digits), so the
-  // loop every lane runs over its 16 slots stays a bit test and a store.
+  // `admit` accepts as a round-1 candidate. The round-1 histogram of the
+  // stored ones is built once the pass is over (count_admitted_digits), so
+  // the loop every lane runs stays short; only candidates past the store's
+  // capacity (not stored, so not countable later without another read of
+  // the row) are counted here.
   template <typename Chunk, typename Admit>
   SGTOPK_DEVICE void admit_chunk(const Chunk& chunk, Admit&& admit) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
@@ -185,34 +187,36 @@ struct Refinement {
     // iterations as its busiest lane has candidates (a few), not kCount.
     for (; taken != 0u; taken &= taken - 1u) {
       const int n = __ffs(taken) - 1;
-      store.store(slot++, chunk.score_at(n), chunk.index(n));
+      admit_at(slot++, chunk.score_at(n), chunk.index(n));
     }
   }
 
   // The same for one score (heads and tails, where lanes diverge).
   SGTOPK_DEVICE void admit(bool take, float value, u32 index) {
     const u32 slot = warp_append(take, &state.next_count);
-    if (take) store.store(slot, value, index);
+    if (take) admit_at(slot, value, index);
   }
 
-  // After certification: the histogram of the candidates' round-1 digits,
-  // from the stored frontier, or from the row (x >= admit_low) when the
-  // frontier overflowed its capacity. Ends with a barrier.
+  SGTOPK_DEVICE void admit_at(u32 slot, float value, u32 index) {
+    if (slot < Store::kCapacity) store.store(slot, value, index);
+    else count_first_digit(value, index);
+  }
+
+  SGTOPK_DEVICE void count_first_digit(float value, u32 index) {
+    atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), 1)], 1u);
+  }
+
+  // After certification: adds the stored candidates' round-1 digits to the
+  // histogram (the ones past the capacity were counted as they came, by
+  // whichever pass admitted them; an exact route clears it all again).
+  // Ends with a barrier.
   SGTOPK_DEVICE void count_admitted_digits() {
-    const u32 count = state.frontier_count;
-    const auto count_digit = [&](float value, u32 index) {
-      atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), 1)], 1u);
-    };
-    if (count <= Store::kCapacity) {
-      for (u32 slot = threadIdx.x; slot < count; slot += kThreads) {
-        float value;
-        u32 index;
-        store.load(slot, &value, &index);
-        count_digit(value, index);
-      }
-    } else {
-      const float low = state.admit_low;
-      row.for_each([&](int i, float value) { if (value >= low) count_digit(value, static_cast<u32>(i)); });
+    const u32 stored = min_of(state.frontier_count, Store::kCapacity);
+    for (u32 slot = threadIdx.x; slot < stored; slot += kThreads) {
+      float value;
+      u32 index;
+      store.load(slot, &value, &index);
+      count_first_digit(value, index);
     }
     __syncthreads();
   }
