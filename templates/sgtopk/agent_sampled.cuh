@@ -89,12 +89,7 @@ struct SampledAgent {
     find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
     const u32 tau0 = found[0].total >= q0 ? found[0].bin : kCoarseKeyMinNumber;
     const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
-    // Warp 0 finds one endpoint while warp 1 finds the other.
-    const int warp = static_cast<int>(threadIdx.x >> 5);
-    if (warp < 2) {
-      const float endpoint = coarse_bin_lower_endpoint_warp(warp == 0 ? tau0 : tau1);
-      if ((threadIdx.x & 31) == 0) (warp == 0 ? state.proposal_primary_low : state.proposal_secondary_low) = endpoint;
-    }
+    coarse_bin_lower_endpoints(tau0, tau1, state.proposal_primary_low, state.proposal_secondary_low);
     __syncthreads();
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;

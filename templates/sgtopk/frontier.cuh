@@ -306,11 +306,7 @@ struct Refinement {
       // Two FP32 comparisons per score instead of recomputing its coarse key
       // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
       // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
-      const int warp = static_cast<int>(threadIdx.x >> 5);
-      if (warp < 2) {  // one warp per endpoint
-        const float endpoint = coarse_bin_lower_endpoint_warp(d + static_cast<u32>(warp));
-        if ((threadIdx.x & 31) == 0) (warp == 0 ? state.boundary_low : state.boundary_high) = endpoint;
-      }
+      coarse_bin_lower_endpoints(d, d + 1u, state.boundary_low, state.boundary_high);
       __syncthreads();
       const float low = state.boundary_low, high = state.boundary_high;
       classify_row([&](float value) { return value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u; }, d,
