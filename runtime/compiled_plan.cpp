@@ -83,10 +83,20 @@ std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem_in, con
       CUdeviceptr ptr = 0;
       check_cuda(driver().cuMemAlloc(&ptr, plan.workspace_bytes), "cuMemAlloc(workspace)");
       compiled->own_workspace = ptr;
-      // Kernels keep their row counters there and leave them zeroed.
-      check_cuda(driver().cuMemsetD8(ptr, 0, plan.workspace_bytes), "cuMemsetD8(workspace)");
-      // The memset runs on the legacy stream: finish it before any launch on another.
-      check_cuda(driver().cuCtxSynchronize(), "cuCtxSynchronize(workspace)");
+      // Kernels keep their row counters there and leave them zeroed. The
+      // zero fill runs on a private non-blocking stream and only it is
+      // waited for: not the caller's work on the legacy stream or the
+      // context (workspace sizes are whole 8-byte frontier entries).
+      const DriverApi& cu = driver();
+      CUstream fill = nullptr;
+      static_assert(kRowClaimsBytes % 8u == 0u, "workspace sizes stay whole words");
+      check_cuda(cu.cuStreamCreate(&fill, CU_STREAM_NON_BLOCKING), "cuStreamCreate(workspace)");
+      const CUresult set = plan.workspace_bytes % 4u == 0u
+                               ? cu.cuMemsetD32Async(ptr, 0u, plan.workspace_bytes / 4u, fill)
+                               : cu.cuMemsetD8Async(ptr, 0u, plan.workspace_bytes, fill);
+      const CUresult done = set == CUDA_SUCCESS ? cu.cuStreamSynchronize(fill) : set;
+      cu.cuStreamDestroy(fill);
+      check_cuda(done, "zero-filling the workspace");
     }
   }
   compiled->text = describe_plan(*compiled);

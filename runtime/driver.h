@@ -40,6 +40,7 @@ struct DriverApi {
   X(cuMemsetD32, cuMemsetD32_v2)                           \
   X(cuMemsetD8, cuMemsetD8_v2)                             \
   X(cuMemsetD32Async, cuMemsetD32Async)                    \
+  X(cuMemsetD8Async, cuMemsetD8Async)                      \
   X(cuStreamCreate, cuStreamCreate)                        \
   X(cuStreamDestroy, cuStreamDestroy_v2)                   \
   X(cuStreamSynchronize, cuStreamSynchronize)              \

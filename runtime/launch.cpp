@@ -97,9 +97,14 @@ SelectGraph::SelectGraph(const LoadedKernel& kernel, const Plan& plan, const Dev
   const DriverApi& cu = driver();
   ScopedContext scope(kernel.context);
   check_cuda(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
-  CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
-  check_cuda(cu.cuGraphAddKernelNode(&node_, graph_, nullptr, 0, &node), "cuGraphAddKernelNode");
-  check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
+  try {
+    CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
+    check_cuda(cu.cuGraphAddKernelNode(&node_, graph_, nullptr, 0, &node), "cuGraphAddKernelNode");
+    check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
+  } catch (...) {
+    cu.cuGraphDestroy(graph_);  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
 SelectGraph::~SelectGraph() {
@@ -123,10 +128,13 @@ CUDA_KERNEL_NODE_PARAMS SelectGraph::node_params(DeviceSelectParams* params) con
 }
 
 void SelectGraph::update(const DeviceSelectParams& params) {
-  params_ = params;
+  // The driver copies the arguments, so the new ones are kept only once it
+  // has accepted them: a failed update leaves the graph and params_ as before.
+  DeviceSelectParams next = params;
   ScopedContext scope(kernel_.context);
-  CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
+  CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
   check_cuda(driver().cuGraphExecKernelNodeSetParams(exec_, node_, &node), "cuGraphExecKernelNodeSetParams");
+  params_ = next;
 }
 
 void SelectGraph::launch(CUstream stream) {

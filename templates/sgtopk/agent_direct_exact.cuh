@@ -48,6 +48,21 @@ struct DirectExactAgent {
     }
   }
 
+  // Run by one warp: publishes a higher proven floor, bin first, then its
+  // lowest number, each with atomicMax (keys order like the numbers), so a
+  // slower warp with a lower floor never lowers either; every value a reader
+  // can see is a proven floor, so readers stay conservative.
+  static SGTOPK_DEVICE void raise_floor(SelectionState& state) {
+    const u32 proven = proven_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK));
+    if (proven <= kCoarseKeyMinNumber) return;  // warp-uniform
+    u32 previous = 0u;
+    if ((threadIdx.x & 31) == 0) previous = atomicMax(&state.floor_bin, proven);
+    previous = __shfl_sync(0xffffffffu, previous, 0);
+    if (proven <= previous) return;
+    const float low = coarse_bin_lower_endpoint_warp(proven);
+    if ((threadIdx.x & 31) == 0) atomicMax(&state.floor_low_key, ordered_key(low));
+  }
+
   // The exact coarse route up to refinement: the histogram pass, then the
   // boundary pass that commits everything above the boundary bin and leaves
   // the bin as the frontier.
@@ -58,24 +73,48 @@ struct DirectExactAgent {
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and
     // most of a row skips the shared atomics (exact counts are only needed
-    // at or above the final boundary). Reading the floor once per chunk only
-    // lets a few more scores through: it stays a lower bound.
+    // at or above the final boundary). The floor is read once per chunk, as
+    // a bin and as that bin's lowest number: above -inf's bin (where NaN can
+    // no longer matter) one FP32 comparison decides, and only the scores
+    // that pass compute their key. A stale read only lets more scores
+    // through: either value is a proven lower bound on its own.
     const auto count = [&](float value, u32 floor_bin) {
       const u32 bin = coarse_key(value);
       if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
     };
     const volatile u32& floor_bin = state.floor_bin;
+    const volatile u32& floor_low_key = state.floor_low_key;
     row.for_each_chunk(
         [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
+          if (floor_now > kCoarseKeyMinNumber) {
+            // Mark, then key and count only the marked (few, once the floor
+            // has risen), one set bit at a time.
+            const float low = float_from_ordered_key(floor_low_key);
+            u32 above = 0u;
 #pragma unroll
-          for (int n = 0; n < chunk.kCount; ++n) {
-            const u32 bin = coarse_key(chunk.score(n));
-            if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+            for (int n = 0; n < chunk.kCount; ++n)
+              above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
+            if (__popc(above) > 4) {
+              // Crowded (a plateau at the floor, ReLU zeros): every marked
+              // score from its register, unrolled, rather than one re-read each.
+#pragma unroll
+              for (int n = 0; n < chunk.kCount; ++n)
+                if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+            } else {
+              for (; above != 0u; above &= above - 1u)
+                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+            }
+          } else {
+#pragma unroll
+            for (int n = 0; n < chunk.kCount; ++n) {
+              const u32 bin = coarse_key(chunk.score(n));
+              if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+            }
           }
           // A different warp each chunk, so no warp falls behind the stream.
           if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
-            raise_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK), &state.floor_bin);
+            raise_floor(state);
           ++chunk_number;
         },
         [&](int, float value) { count(value, floor_bin); });

@@ -5,8 +5,9 @@
 //            histogrammed by coarse key; the bins holding sample ranks q0 and
 //            q1 become the primary and secondary boundaries tau0 >= tau1
 //   phase 2  certification: the one full pass admits every x >= endpoint(tau0)
-//            into the frontier and histograms its first FP32 digit; K or more
-//            admitted certifies the proposal (lemma 4.1)
+//            into the frontier; K or more admitted certifies the proposal
+//            (lemma 4.1), and the stored candidates' first FP32 digit is then
+//            histogrammed for refinement
 //   band     on underfill only: a second pass adds endpoint(tau1) <= x < endpoint(tau0)
 //   exact    on continued underfill (or a view too small): the direct-exact route
 //   phase 3  frontier-only refinement, the same Refinement as direct-exact
@@ -88,12 +89,7 @@ struct SampledAgent {
     find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
     const u32 tau0 = found[0].total >= q0 ? found[0].bin : kCoarseKeyMinNumber;
     const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
-    // Warp 0 finds one endpoint while warp 1 finds the other.
-    const int warp = static_cast<int>(threadIdx.x >> 5);
-    if (warp < 2) {
-      const float endpoint = coarse_bin_lower_endpoint_warp(warp == 0 ? tau0 : tau1);
-      if ((threadIdx.x & 31) == 0) (warp == 0 ? state.proposal_primary_low : state.proposal_secondary_low) = endpoint;
-    }
+    coarse_bin_lower_endpoints(tau0, tau1, state.proposal_primary_low, state.proposal_secondary_low);
     __syncthreads();
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;
@@ -101,36 +97,45 @@ struct SampledAgent {
   }
 
   // Phase 2 and, on underfill, the band: each pass admits every x in
-  // [low, high) as a candidate, stored and histogrammed by its first FP32
-  // digit. K or more candidates (exactly the x >= admit_low) hold the top-K:
+  // [low, high) as a candidate (stored; their first FP32 digit is counted
+  // once a pass certifies). K or more candidates (exactly the x >= admit_low) hold the top-K:
   // lemma 4.1, since every admitted value exceeds every other. Returns the
   // route that certified (kRoutePrimary, kRouteBand), else kRouteExact.
   static SGTOPK_DEVICE int certify(SelectionState& state, Refine& refine, const Row& row, const Proposal& proposal,
                                    PhaseClock<Config::kRouteStats>& clock) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
-    // Primary: [endpoint(tau0), +inf] (`high` NaN: nothing is above it).
-    // Band: [endpoint(tau1), endpoint(tau0)), only when the primary underfills.
-    float low = proposal.primary_low, high = __int_as_float(0x7fc00000);
-    const auto admit = [&](float value) { return value >= low && !(value >= high); };
-    for (int pass = 0; pass < 2; ++pass) {
-      row.for_each_chunk([&](const auto& chunk) { refine.carry_chunk(chunk, admit); },
-                         [&](int i, float value) { refine.carry(admit(value), value, static_cast<u32>(i), 0); });
+    // Appends the pass's candidates; true when the frontier then holds K or
+    // more (certified, with admit_low its threshold and the round-1 histogram
+    // counted).
+    const auto run_pass = [&](const auto& admit, float admit_low, int cycles_slot) {
+      row.for_each_chunk([&](const auto& chunk) { refine.admit_chunk(chunk, admit); },
+                         [&](int i, float value) { refine.admit(admit(value), value, static_cast<u32>(i)); });
       __syncthreads();
-      clock.lap(pass == 0 ? kCyclesCertification : kCyclesRecovery);
+      clock.lap(cycles_slot);
       const u32 admitted = state.next_count;
       __syncthreads();  // every thread has the count before the band pass appends to it
-      if (admitted >= static_cast<u32>(Config::kK)) {
-        if (threadIdx.x == 0) {
-          state.frontier_count = admitted;
-          state.admit_low = low;
-        }
-        __syncthreads();
-        return pass == 0 ? kRoutePrimary : kRouteBand;
+      if (admitted < static_cast<u32>(Config::kK)) return false;
+      if (threadIdx.x == 0) {
+        state.frontier_count = admitted;
+        state.admit_low = admit_low;
       }
-      if (!(proposal.secondary_low < proposal.primary_low)) break;  // no band
-      high = low;
-      low = proposal.secondary_low;
-    }
+      __syncthreads();
+      refine.count_admitted_digits();
+      clock.lap(cycles_slot);  // counting the candidates' digits is part of the pass's work
+      return true;
+    };
+    // Primary: x >= endpoint(tau0), one comparison per score (it is most of the work).
+    const float primary_low = proposal.primary_low;
+    if (run_pass([=](float value) { return value >= primary_low; }, primary_low, kCyclesCertification))
+      return kRoutePrimary;
+    // Band, only when the primary underfills: endpoint(tau1) <= x < endpoint(tau0).
+    // Its endpoint comes back from shared memory rather than being held in a
+    // register across the primary pass.
+    const float secondary_low = state.proposal_secondary_low, band_high = state.proposal_primary_low;
+    if (!(secondary_low < band_high)) return kRouteExact;  // no band
+    if (run_pass([=](float value) { return value >= secondary_low && value < band_high; }, secondary_low,
+                 kCyclesRecovery))
+      return kRouteBand;
     return kRouteExact;
   }
 

@@ -59,6 +59,7 @@ struct SelectionState {
   u32 coarse_boundary;  // round-0 boundary bin
   u32 done;
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
+  u32 floor_low_key;    // ordered_key of a proven floor bin's lowest number (-inf's until one is known)
   float boundary_low;   // lowest number in the boundary bin (endpoint classification)
   float boundary_high;  // lowest number above the boundary bin, NaN when none
   float proposal_primary_low;    // sampled proposal: endpoint(tau0)
@@ -84,6 +85,7 @@ SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_th
     state.done = 0u;
     state.prefix = 0ull;
     state.floor_bin = 0u;
+    state.floor_low_key = ordered_key(__int_as_float(0xff800000));
     state.admit_by_threshold = admit_by_threshold;
   }
   __syncthreads();
@@ -167,19 +169,56 @@ struct Refinement {
   // slots at once, instead of a vote and a divergent branch per score, which
   // made the passes instruction-bound.
 
-  // Carries every valid score of the chunk that `admit` accepts into round 1.
+  // The sampled certification: stores every valid score of the chunk that
+  // `admit` accepts as a round-1 candidate. The round-1 histogram of the
+  // stored ones is built once the pass is over (count_admitted_digits), so
+  // the loop every lane runs stays short; only candidates past the store's
+  // capacity (not stored, so not countable later without another read of
+  // the row) are counted here.
   template <typename Chunk, typename Admit>
-  SGTOPK_DEVICE void carry_chunk(const Chunk& chunk, Admit&& admit) {
+  SGTOPK_DEVICE void admit_chunk(const Chunk& chunk, Admit&& admit) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 taken = 0u;
 #pragma unroll
     for (int n = 0; n < Chunk::kCount; ++n)
       if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;
     u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
-    if (taken == 0u) return;
-#pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n)
-      if ((taken >> n) & 1u) keep(slot++, chunk.score(n), chunk.index(n), 0);
+    // Only the marked scores, one per iteration: a warp runs as many
+    // iterations as its busiest lane has candidates (a few), not kCount.
+    for (; taken != 0u; taken &= taken - 1u) {
+      const int n = __ffs(taken) - 1;
+      admit_at(slot++, chunk.score_at(n), chunk.index(n));
+    }
+  }
+
+  // The same for one score (heads and tails, where lanes diverge).
+  SGTOPK_DEVICE void admit(bool take, float value, u32 index) {
+    const u32 slot = warp_append(take, &state.next_count);
+    if (take) admit_at(slot, value, index);
+  }
+
+  SGTOPK_DEVICE void admit_at(u32 slot, float value, u32 index) {
+    if (slot < Store::kCapacity) store.store(slot, value, index);
+    else count_first_digit(value, index);
+  }
+
+  SGTOPK_DEVICE void count_first_digit(float value, u32 index) {
+    atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), 1)], 1u);
+  }
+
+  // After certification: adds the stored candidates' round-1 digits to the
+  // histogram (the ones past the capacity were counted as they came, by
+  // whichever pass admitted them; an exact route clears it all again).
+  // Ends with a barrier.
+  SGTOPK_DEVICE void count_admitted_digits() {
+    const u32 stored = min_of(state.frontier_count, Store::kCapacity);
+    for (u32 slot = threadIdx.x; slot < stored; slot += kThreads) {
+      float value;
+      u32 index;
+      store.load(slot, &value, &index);
+      count_first_digit(value, index);
+    }
+    __syncthreads();
   }
 
   // Round 0 over a chunk against boundary digit d (see classify).
@@ -205,11 +244,14 @@ struct Refinement {
     if (lane == 1 && (total & 0xffffu) != 0u) base = atomicAdd(&state.next_count, total & 0xffffu);
     u32 commit_slot = __shfl_sync(0xffffffffu, base, 0) + (before >> 16);
     u32 carry_slot = __shfl_sync(0xffffffffu, base, 1) + (before & 0xffffu);
-    if ((commits | carries) == 0u) return;
-#pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n) {
-      if ((commits >> n) & 1u) out.commit(commit_slot++, chunk.index(n), chunk.score(n));
-      else if ((carries >> n) & 1u) keep(carry_slot++, chunk.score(n), chunk.index(n), 0);
+    // Only the marked scores (see admit_chunk).
+    for (; commits != 0u; commits &= commits - 1u) {
+      const int n = __ffs(commits) - 1;
+      out.commit(commit_slot++, chunk.index(n), chunk.score_at(n));
+    }
+    for (; carries != 0u; carries &= carries - 1u) {
+      const int n = __ffs(carries) - 1;
+      keep(carry_slot++, chunk.score_at(n), chunk.index(n), 0);
     }
   }
 
@@ -264,11 +306,7 @@ struct Refinement {
       // Two FP32 comparisons per score instead of recomputing its coarse key
       // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
       // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
-      const int warp = static_cast<int>(threadIdx.x >> 5);
-      if (warp < 2) {  // one warp per endpoint
-        const float endpoint = coarse_bin_lower_endpoint_warp(d + static_cast<u32>(warp));
-        if ((threadIdx.x & 31) == 0) (warp == 0 ? state.boundary_low : state.boundary_high) = endpoint;
-      }
+      coarse_bin_lower_endpoints(d, d + 1u, state.boundary_low, state.boundary_high);
       __syncthreads();
       const float low = state.boundary_low, high = state.boundary_high;
       classify_row([&](float value) { return value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u; }, d,
@@ -288,16 +326,28 @@ struct Refinement {
       const u32 d = resolve(&take_group);
       const u32 count = state.frontier_count;
       if (count <= Store::kCapacity) {
-        // Stored frontier: read a block-wide chunk into registers, then
-        // compact the carried group in place (slots written never exceed
-        // slots already read).
-        for (u32 base = 0; base < count; base += kThreads) {
-          const u32 slot = base + threadIdx.x;
-          float value = 0.0f;
-          u32 index = 0u;
-          if (slot < count) store.load(slot, &value, &index);
+        // Stored frontier: read kBatch block-wide chunks into registers,
+        // then compact the carried group in place (slots written never
+        // exceed slots already read). kBatch slots per thread cover the
+        // usual frontier (a few K) with one barrier per round instead of one
+        // per kThreads slots.
+        constexpr int kBatch = 8;
+        for (u32 base = 0; base < count; base += kThreads * kBatch) {
+          float value[kBatch];
+          u32 index[kBatch];
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
+            value[b] = 0.0f;
+            index[b] = 0u;
+            if (slot < count) store.load(slot, &value[b], &index[b]);
+          }
           __syncthreads();
-          if (slot < count) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
+            if (slot < count) classify(value[b], index[b], Schedule::digit(rank_key(value[b], index[b]), r), d, take_group, r);
+          }
         }
       } else {
         row.for_each([&](int i, float value) {

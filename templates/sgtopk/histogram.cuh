@@ -18,15 +18,15 @@ SGTOPK_DEVICE void count_in_bin(u32* bins, u32 bin) {
   }
 }
 
-// Raises `floor_bin` to the highest bin that already has `rank` counts at or
-// above it. Counts only grow, so a bin with enough mass above it stays a
-// valid lower bound for the final boundary: elements below the floor can
-// skip the histogram entirely, and the counts at or above it stay exact.
-// Run by one warp (a different one each chunk) while the others keep
-// streaming; the racy reads only ever under-count, which keeps the floor
-// conservative.
+// The highest bin that already has `rank` counts at or above it, or 0 when
+// none has yet; every lane of the (converged) warp gets it. Counts only grow,
+// so such a bin stays a valid lower bound for the final boundary (a floor):
+// elements below it can skip the histogram entirely, and the counts at or
+// above it stay exact. Run by one warp (a different one each chunk) while
+// the others keep streaming; the racy reads only ever under-count, which
+// keeps the floor conservative.
 template <int kBins>
-SGTOPK_DEVICE void raise_floor(const u32* bins, u32 rank, u32* floor_bin) {
+SGTOPK_DEVICE u32 proven_floor(const u32* bins, u32 rank) {
   static_assert(kBins == 2048, "two bins per lane in the owner's range");
   constexpr int kPerLane = kBins / 32;
   const u32 all = 0xffffffffu;
@@ -44,7 +44,7 @@ SGTOPK_DEVICE void raise_floor(const u32* bins, u32 rank, u32* floor_bin) {
     if (lane >= d) inclusive += up;
   }
   const u32 reached = __ballot_sync(all, inclusive >= rank);
-  if (reached == 0u) return;
+  if (reached == 0u) return 0u;
   const int owner = __ffs(reached) - 1;
   const u32 above_owner = __shfl_sync(all, inclusive - owned, owner);
   // 2. The whole warp scans the owner's bins, two per lane, top down.
@@ -57,10 +57,11 @@ SGTOPK_DEVICE void raise_floor(const u32* bins, u32 rank, u32* floor_bin) {
     if (lane >= d) pair_inclusive += up;
   }
   const u32 hit = __ballot_sync(all, above_owner + pair_inclusive >= rank);
-  if (hit == 0u || lane != __ffs(hit) - 1) return;
+  if (hit == 0u) return 0u;
+  const int hit_lane = __ffs(hit) - 1;
   const u32 before = above_owner + pair_inclusive - high - low;
   const u32 bin = static_cast<u32>(before + high >= rank ? top - 2 * lane : top - 2 * lane - 1);
-  if (bin > *reinterpret_cast<volatile u32*>(floor_bin)) *reinterpret_cast<volatile u32*>(floor_bin) = bin;
+  return __shfl_sync(all, bin, hit_lane);
 }
 
 }  // namespace sgtopk

@@ -74,6 +74,16 @@ SGTOPK_DEVICE float coarse_bin_lower_endpoint_warp(u32 bin) {
   return float_from_ordered_key(low);
 }
 
+// Two endpoints at once, warp 0 finding the first and warp 1 the second
+// (each written by its lane 0); the caller's barrier publishes them.
+SGTOPK_DEVICE void coarse_bin_lower_endpoints(u32 bin0, u32 bin1, float& endpoint0, float& endpoint1) {
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  if (warp < 2) {
+    const float endpoint = coarse_bin_lower_endpoint_warp(warp == 0 ? bin0 : bin1);
+    if ((threadIdx.x & 31) == 0) (warp == 0 ? endpoint0 : endpoint1) = endpoint;
+  }
+}
+
 // A candidate's total order key: value first (ordered_key), then lower index
 // first. Unique per row, so refinement over it always ends with one element
 // per digit group and the tie rule falls out of the same radix rounds.

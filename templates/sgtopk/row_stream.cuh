@@ -57,6 +57,7 @@ template <int kThreads, int kUnroll>
 struct VectorChunk {
   static constexpr int kCount = 4 * kUnroll;
   float4 v[kUnroll];
+  const float* row;  // the row's first score
   int first;  // row index of v[0].x
   u32 valid;  // bit u: v[u] lies in the row
 
@@ -67,6 +68,10 @@ struct VectorChunk {
   }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
+  // score(n) for an n known only at run time (a register array cannot be
+  // indexed so): read again, from L1 in the common case, since this chunk
+  // was just loaded. For the few scores a pass keeps.
+  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
 };
 
 // Streams [0, len): visit_chunk(chunk) for each block-wide chunk of the
@@ -111,6 +116,7 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_
       load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v);
     }
     if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * kChunk);
+    chunk.row = row;
     chunk.first = head + 4 * (base + t);
     chunk.valid = 0u;
 #pragma unroll
@@ -164,6 +170,12 @@ struct RegisterRow {
   // The whole row is one chunk (see for_each_chunk), visited by every thread.
   static constexpr int kCount = kItems;
   SGTOPK_DEVICE float score(int n) const { return value[n]; }
+  SGTOPK_DEVICE float score_at(int n) const {  // n known at run time: select, never index
+    float found = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) found = k == n ? value[k] : found;
+    return found;
+  }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(n * kThreads + static_cast<int>(threadIdx.x)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return static_cast<int>(index(n)) < len; }
 
