@@ -6,10 +6,15 @@
 // and carries the d-group forward while histogramming its next digit. When
 // the d-group exactly fills the rank it is committed whole and selection ends.
 //
-// Digits: round 0 is the 11-bit coarse key (the boundary pass); rounds 1..3
-// take 11, 11, 10 bits of the FP32 ordered key; the remaining rounds take the
-// bits of the inverted index, so ties resolve to the lowest indices through
-// the same machinery, and a group can never be larger than its rank at the end.
+// Digits: round 0 is the 11-bit coarse key (the boundary pass). Every
+// candidate of round 1 shares the top `known` bits of its FP32 ordered key
+// (one coarse bin, or the sampled frontier's range [admit_low, highest]), so
+// rounds 1.. take only the key's remaining bits, 11 at a time from the top
+// (without that, round 1 would look at bits the whole frontier shares: one
+// bin, every candidate carried, every histogram atomic on one address); the
+// remaining rounds take the bits of the inverted index, so ties resolve to
+// the lowest indices through the same machinery, and a group can never be
+// larger than its rank at the end.
 //
 // Candidates live in a logical array: the first kSharedCapacity slots in
 // shared memory, the next kGlobalCapacity in the CTA's own workspace slice.
@@ -26,24 +31,29 @@ namespace sgtopk {
 template <int kIndexBits>
 struct DigitSchedule {
   static constexpr int kIndexRounds = (kIndexBits + 10) / 11;
-  static constexpr int kRounds = 1 + 3 + kIndexRounds;  // coarse + key + index
+
+  int known;       // high ordered-key bits every candidate shares (0..32)
+  int key_rounds;  // rounds resolving the other 32 - known key bits
+
+  SGTOPK_DEVICE explicit DigitSchedule(u32 known_key_bits)
+      : known(static_cast<int>(known_key_bits)), key_rounds((32 - static_cast<int>(known_key_bits) + 10) / 11) {}
+
+  // Rounds 0 .. rounds() - 1: coarse, key, index.
+  SGTOPK_DEVICE int rounds() const { return 1 + key_rounds + kIndexRounds; }
 
   // Rank-key digits of round r >= 1: (key >> shift) & ((1 << bits) - 1).
-  SGTOPK_DEVICE static int shift(int r) {
-    if (r == 0) return 64;  // the coarse round resolves no rank-key bits
-    if (r == 1) return 53;
-    if (r == 2) return 42;
-    if (r == 3) return 32;
-    const int j = r - 4;  // index rounds from the top index bit down
+  // shift(0) = 64 - known: the bits resolved before round 1.
+  SGTOPK_DEVICE int shift(int r) const {
+    if (r <= key_rounds) return 32 + max_of(0, 32 - known - 11 * r);
+    const int j = r - 1 - key_rounds;  // index rounds from the top index bit down
     return max_of(0, kIndexBits - 11 * (j + 1));
   }
-  SGTOPK_DEVICE static int bits(int r) {
-    if (r == 1 || r == 2) return 11;
-    if (r == 3) return 10;
-    const int j = r - 4;
+  SGTOPK_DEVICE int bits(int r) const {
+    if (r <= key_rounds) return min_of(11, 32 - known - 11 * (r - 1));
+    const int j = r - 1 - key_rounds;
     return min_of(11, kIndexBits - 11 * j);
   }
-  SGTOPK_DEVICE static u32 digit(u64 rank_key, int r) {
+  SGTOPK_DEVICE u32 digit(u64 rank_key, int r) const {
     return static_cast<u32>(rank_key >> shift(r)) & ((1u << bits(r)) - 1u);
   }
 };
@@ -66,6 +76,8 @@ struct SelectionState {
   float proposal_secondary_low;  // sampled proposal: endpoint(tau1) <= endpoint(tau0)
   float admit_low;      // sampled routes: the candidates are exactly the x >= admit_low
   u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
+  u32 known_key_bits;   // high ordered-key bits the round-1 candidates share (DigitSchedule)
+  u32 frontier_high_key;  // sampled routes: the highest stored candidate's ordered key
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
@@ -84,6 +96,8 @@ SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_th
     state.remaining = k;
     state.done = 0u;
     state.prefix = 0ull;
+    state.known_key_bits = 0u;
+    state.frontier_high_key = 0u;
     state.floor_bin = 0u;
     state.floor_low_key = ordered_key(__int_as_float(0xff800000));
     state.admit_by_threshold = admit_by_threshold;
@@ -131,13 +145,26 @@ struct Refinement {
   const Row& row;
   const Output& out;
 
+  // The digit schedule of this row's rounds (set before round 1 is counted).
+  SGTOPK_DEVICE Schedule schedule() const { return Schedule(state.known_key_bits); }
+
+  // Every round-1 candidate's ordered key lies in [low_key, high_key], so all
+  // share the keys' common high bits: no round needs to resolve them, and
+  // they start the prefix. Run by one thread before round 1's digits are
+  // counted; the caller's barrier publishes it.
+  SGTOPK_DEVICE void set_common_prefix(u32 low_key, u32 high_key) {
+    const u32 known = static_cast<u32>(__clz(low_key ^ high_key));  // 32 when equal
+    state.known_key_bits = known;
+    state.prefix = known == 0u ? 0ull : static_cast<u64>(low_key >> (32u - known));
+  }
+
   // Is (value, index) still a candidate before round r (r >= 1)?
   SGTOPK_DEVICE bool in_group(float value, u32 index, int r) const {
     const bool admitted =
         state.admit_by_threshold ? value >= state.admit_low : coarse_key(value) == state.coarse_boundary;
     if (!admitted) return false;
     if (r == 1) return true;
-    return (rank_key(value, index) >> Schedule::shift(r - 1)) == state.prefix;
+    return (rank_key(value, index) >> schedule().shift(r - 1)) == state.prefix;
   }
 
   // Classify one candidate of round r against digit d; carry into round r+1.
@@ -160,7 +187,8 @@ struct Refinement {
   // histogram of its round r+1 digit.
   SGTOPK_DEVICE void keep(u32 slot, float value, u32 index, int r) {
     store.store(slot, value, index);
-    if (r + 1 < Schedule::kRounds) atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), r + 1)], 1u);
+    const Schedule s = schedule();
+    if (r + 1 < s.rounds()) atomicAdd(&state.histogram[s.digit(rank_key(value, index), r + 1)], 1u);
   }
 
   // The chunk forms of carry and classify, for the full-row passes
@@ -203,15 +231,32 @@ struct Refinement {
   }
 
   SGTOPK_DEVICE void count_first_digit(float value, u32 index) {
-    atomicAdd(&state.histogram[Schedule::digit(rank_key(value, index), 1)], 1u);
+    atomicAdd(&state.histogram[schedule().digit(rank_key(value, index), 1)], 1u);
   }
 
   // After certification: adds the stored candidates' round-1 digits to the
   // histogram (the ones past the capacity were counted as they came, by
-  // whichever pass admitted them; an exact route clears it all again).
-  // Ends with a barrier.
+  // whichever pass admitted them, with the full-key schedule; an exact route
+  // clears it all again). When every candidate is stored, the digits start
+  // below the common prefix of admit_low and the highest candidate.
+  // The caller has published frontier_count and admit_low. Ends with a barrier.
   SGTOPK_DEVICE void count_admitted_digits() {
-    const u32 stored = min_of(state.frontier_count, Store::kCapacity);
+    const u32 count = state.frontier_count;
+    if (count <= Store::kCapacity) {  // block-uniform
+      u32 high = 0u;
+      for (u32 slot = threadIdx.x; slot < count; slot += kThreads) {
+        float value;
+        u32 index;
+        store.load(slot, &value, &index);
+        high = max_of(high, ordered_key(value));
+      }
+      high = warp_max(high);
+      if ((threadIdx.x & 31) == 0 && high != 0u) atomicMax(&state.frontier_high_key, high);
+      __syncthreads();
+      if (threadIdx.x == 0) set_common_prefix(ordered_key(state.admit_low), state.frontier_high_key);
+      __syncthreads();
+    }
+    const u32 stored = min_of(count, Store::kCapacity);
     for (u32 slot = threadIdx.x; slot < stored; slot += kThreads) {
       float value;
       u32 index;
@@ -285,12 +330,13 @@ struct Refinement {
       if (take_group) state.done = 1u;
       state.frontier_count = state.next_count;
       if (r == 0) {
-        state.coarse_boundary = d;
+        state.coarse_boundary = d;  // the prefix is the bin's common key bits (boundary_pass)
       } else {
         // The first index round skips the constant high bits of the inverted
         // index (all ones below the width): fold them into the prefix too.
-        const int gap = Schedule::shift(r - 1) - Schedule::shift(r);
-        const u64 constant_ones = ((1ull << gap) - 1ull) & ~((1ull << Schedule::bits(r)) - 1ull);
+        const Schedule s = schedule();
+        const int gap = s.shift(r - 1) - s.shift(r);
+        const u64 constant_ones = ((1ull << gap) - 1ull) & ~((1ull << s.bits(r)) - 1ull);
         state.prefix = (state.prefix << gap) | constant_ones | d;
       }
     }
@@ -302,12 +348,21 @@ struct Refinement {
   SGTOPK_DEVICE void boundary_pass() {
     bool take_group;
     const u32 d = resolve(&take_group);
+    // The bin's endpoints bound its scores' ordered keys: [key(low),
+    // key(high) - 1], or up to +inf's key when no number lies above the bin.
+    // NaN's bin 0 keeps the full-key schedule.
+    coarse_bin_lower_endpoints(d, d + 1u, state.boundary_low, state.boundary_high);
+    __syncthreads();
+    if (threadIdx.x == 0 && d != 0u) {
+      const float high = state.boundary_high;
+      set_common_prefix(ordered_key(state.boundary_low),
+                        high == high ? ordered_key(high) - 1u : ordered_key(__int_as_float(0x7f800000)));
+    }
+    __syncthreads();
     if constexpr (kEndpointClassify) {
       // Two FP32 comparisons per score instead of recomputing its coarse key
       // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
       // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
-      coarse_bin_lower_endpoints(d, d + 1u, state.boundary_low, state.boundary_high);
-      __syncthreads();
       const float low = state.boundary_low, high = state.boundary_high;
       classify_row([&](float value) { return value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u; }, d,
                    take_group);
@@ -321,7 +376,8 @@ struct Refinement {
   // certification) has run: the frontier holds the boundary group and the
   // histogram its digit of round 1.
   SGTOPK_DEVICE void refine() {
-    for (int r = 1; r < Schedule::kRounds && !state.done; ++r) {
+    const Schedule s = schedule();
+    for (int r = 1; r < s.rounds() && !state.done; ++r) {
       bool take_group;
       const u32 d = resolve(&take_group);
       const u32 count = state.frontier_count;
@@ -346,13 +402,13 @@ struct Refinement {
 #pragma unroll
           for (int b = 0; b < kBatch; ++b) {
             const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
-            if (slot < count) classify(value[b], index[b], Schedule::digit(rank_key(value[b], index[b]), r), d, take_group, r);
+            if (slot < count) classify(value[b], index[b], s.digit(rank_key(value[b], index[b]), r), d, take_group, r);
           }
         }
       } else {
         row.for_each([&](int i, float value) {
           const u32 index = static_cast<u32>(i);
-          if (in_group(value, index, r)) classify(value, index, Schedule::digit(rank_key(value, index), r), d, take_group, r);
+          if (in_group(value, index, r)) classify(value, index, s.digit(rank_key(value, index), r), d, take_group, r);
         });
       }
       advance(take_group, d, r);

@@ -33,6 +33,13 @@ SGTOPK_DEVICE u32 warp_exclusive_sum(u32 value, u32* total) {
   return inclusive - value;
 }
 
+// The largest `value` of a converged warp (every lane calls it and gets it).
+SGTOPK_DEVICE u32 warp_max(u32 value) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) value = max_of(value, __shfl_sync(0xffffffffu, value, (threadIdx.x & 31) ^ d));
+  return value;
+}
+
 // Reserves `count` consecutive slots of `counter` for this lane with one
 // atomic per warp: the batched form of warp_append for a converged warp that
 // has counted a whole chunk first. Returns the lane's first slot.
