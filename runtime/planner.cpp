@@ -151,6 +151,7 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
   const auto rank = [&](double margin, int stride) { return str(reference::sample_rank(margin, p.k, stride)); };
   plan.constants.insert(plan.constants.end(), {
       {"kViewGather", str(sp.view_loads_in_flight)},
+      {"kViewBlock", str(sp.view_block)},
       {"kStrideWide", str(wide)},
       {"kStrideNarrow", str(narrow)},
       {"kWideRowThreshold", str(sp.wide_row_threshold) + "ll"},

@@ -45,6 +45,7 @@ struct SelectSampledPolicy {
   double secondary_margin = 1.75;        // rho1, primary_margin..8.0
   int workers_per_sm = 2;                // persistent worker CTAs per SM, 1..8
   int view_loads_in_flight = 8;          // view samples each thread gathers before counting the first, 1..16
+  int view_block = 1;                    // consecutive scores per view block (the view density stays 1/s), 1..32
   int min_sample_rank = 0;               // 0: off; else strides shrink until q0 = ceil(rho0*K/s) >= it, 0..4096
   bool operator==(const SelectSampledPolicy&) const = default;
 };

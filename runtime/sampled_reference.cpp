@@ -48,6 +48,18 @@ uint32_t sample_phase(uint64_t row_id, int stride) {
   return hash % static_cast<uint32_t>(stride);
 }
 
+int64_t view_position(int64_t j, uint32_t phase, int stride, int block) {
+  return static_cast<int64_t>(phase) + j / block * (static_cast<int64_t>(stride) * block) + j % block;
+}
+
+int64_t view_size(int64_t len, uint32_t phase, int stride, int block) {
+  if (len <= static_cast<int64_t>(phase) || stride <= 0 || block <= 0) return 0;
+  const int64_t span = static_cast<int64_t>(stride) * block;
+  const int64_t blocks = (len - 1 - phase) / span + 1;  // blocks that start below len
+  const int64_t last_start = phase + (blocks - 1) * span;
+  return (blocks - 1) * block + std::min<int64_t>(block, len - last_start);
+}
+
 int64_t sample_rank(double margin, int k, int stride) {
   if (k <= 0 || stride <= 0) return 0;
   const long double q = static_cast<long double>(margin) * k / stride;
@@ -74,14 +86,15 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
                                      const SelectSampledPolicy& policy) {
   SampledDecision d;
   d.stride = sample_stride(len, k, policy);
-  d.phase = sample_phase(row_id, d.stride);
+  d.block = policy.view_block;
+  d.phase = sample_phase(row_id, d.stride) * static_cast<uint32_t>(d.block);
   d.q0 = sample_rank(policy.primary_margin, k, d.stride);
   d.q1 = sample_rank(policy.secondary_margin, k, d.stride);
   if (len <= k) {
     d.route = SampledDecision::kShort;
     return d;
   }
-  d.view_size = len > d.phase ? (len - 1 - d.phase) / d.stride + 1 : 0;
+  d.view_size = view_size(len, d.phase, d.stride, d.block);
   if (d.view_size < std::max(d.q0, d.q1)) {
     d.route = SampledDecision::kNoView;
     return d;
@@ -89,7 +102,7 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
 
   // Phase 1, proposal: one histogram over the view, one scan for both ranks.
   std::array<int64_t, kCoarseBins> histogram{};
-  for (int64_t i = d.phase; i < len; i += d.stride) ++histogram[coarse_key(row[i])];
+  for (int64_t j = 0; j < d.view_size; ++j) ++histogram[coarse_key(row[view_position(j, d.phase, d.stride, d.block)])];
   d.primary_bin = proposal_bin(histogram, d.q0);
   d.secondary_bin = proposal_bin(histogram, d.q1);
 

@@ -34,6 +34,16 @@ int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
 // the launch). stride <= 1 gives 0.
 uint32_t sample_phase(uint64_t row_id, int stride);
 
+// The view with blocks of b consecutive scores (policy.view_block; the
+// paper's view is b = 1): view element j sits at
+//   a_r * b + (j / b) * (s * b) + j % b,
+// so the density stays 1/s and the sample ranks do not change, but a GPU
+// gathers b neighbours at once (b = 8: one 32-byte sector instead of eight).
+// view_position takes the phase already scaled (a_r * b); view_size counts
+// the positions below len.
+int64_t view_position(int64_t j, uint32_t phase, int stride, int block);
+int64_t view_size(int64_t len, uint32_t phase, int stride, int block);
+
 // Sample rank q = ceil(margin * k / stride): the view count whose boundary is
 // proposed. Computed in long double, and a quotient within a relative 1e-12
 // of an integer counts as that integer, so margins written in decimal
@@ -54,9 +64,10 @@ struct SampledDecision {
   };
   Route route = kShort;
   int stride = 0;              // s
-  uint32_t phase = 0;          // a_r
+  int block = 1;               // b (policy.view_block)
+  uint32_t phase = 0;          // a_r * b: the first view position
   int64_t q0 = 0, q1 = 0;      // sample ranks of primary_margin, secondary_margin
-  int64_t view_size = 0;       // #{a_r + j*s < len}
+  int64_t view_size = 0;       // #{j : view_position(j) < len}
   uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)
   uint32_t secondary_bin = 0;  // tau1 <= tau0 (likewise)
   int64_t primary_admitted = 0;  // #{x in row : coarse_key(x) >= tau0} (computed unless kShort / kNoView)

@@ -17,7 +17,7 @@
 // The decisions match reference::decide_sampled_route row by row; the GPU
 // tests compare the route statistics' per-launch totals with the reference's.
 //
-// Config adds to the direct-exact constants: kViewGather, kStrideWide, kStrideNarrow,
+// Config adds to the direct-exact constants: kViewGather, kViewBlock, kStrideWide, kStrideNarrow,
 // kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
 // computed on the host), kRouteStats.
 #pragma once
@@ -29,6 +29,24 @@ namespace sgtopk {
 SGTOPK_DEVICE u32 sample_phase(u64 row_id, int stride) {
   if (stride <= 1) return 0u;
   return static_cast<u32>((row_id * 0x9E3779B97F4A7C15ull) >> 40) % static_cast<u32>(stride);
+}
+
+// The view takes kBlock consecutive scores every kBlock * stride positions
+// (the paper's view is kBlock = 1; the density is 1/stride either way, so the
+// sample ranks do not change): element j of a view whose first position is
+// `phase`. The host reference (view_position, view_size) uses the same formulas.
+template <int kBlock>
+SGTOPK_DEVICE long long view_position(int j, int phase, int stride) {
+  const u32 block = static_cast<u32>(j) / kBlock, offset = static_cast<u32>(j) % kBlock;
+  return phase + static_cast<long long>(block) * stride * kBlock + offset;
+}
+template <int kBlock>
+SGTOPK_DEVICE int view_size(int len, int phase, int stride) {
+  if (len <= phase) return 0;
+  const long long span = static_cast<long long>(stride) * kBlock;
+  const int blocks = static_cast<int>((len - 1 - phase) / span) + 1;  // blocks that start below len
+  const long long last_start = phase + static_cast<long long>(blocks - 1) * span;
+  return (blocks - 1) * kBlock + static_cast<int>(min_of(static_cast<long long>(kBlock), len - last_start));
 }
 
 // Counters at the start of the workspace, restored by the last worker out so
@@ -60,14 +78,16 @@ struct SampledAgent {
     const int stride = wide ? Config::kStrideWide : Config::kStrideNarrow;
     const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
     const u32 q1 = static_cast<u32>(wide ? Config::kQ1Wide : Config::kQ1Narrow);
-    const int phase = static_cast<int>(sample_phase(static_cast<u64>(row_id), stride));
-    const int view = len > phase ? (len - 1 - phase) / stride + 1 : 0;
+    constexpr int kBlock = Config::kViewBlock;
+    const int phase = static_cast<int>(sample_phase(static_cast<u64>(row_id), stride)) * kBlock;
+    const int view = view_size<kBlock>(len, phase, stride);
     if (view < static_cast<int>(max_of(q0, q1))) return false;
 
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
     __syncthreads();
     // kViewGather independent gathers in flight per thread before the first
-    // is counted. NaN samples (bin 0) are not counted, so a rank reached only
+    // is counted (consecutive threads take consecutive samples: a block's
+    // neighbours share their sectors). NaN samples (bin 0) are not counted, so a rank reached only
     // through NaN falls back to -inf's bin (NaN is never admitted).
     constexpr int kGather = Config::kViewGather;
     for (int base = 0; base < view; base += Config::kThreads * kGather) {
@@ -75,7 +95,7 @@ struct SampledAgent {
 #pragma unroll
       for (int u = 0; u < kGather; ++u) {
         const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
-        sample[u] = j < view ? __ldg(scores + phase + static_cast<long long>(j) * stride) : __int_as_float(0x7fc00000);
+        sample[u] = j < view ? __ldg(scores + view_position<kBlock>(j, phase, stride)) : __int_as_float(0x7fc00000);
       }
 #pragma unroll
       for (int u = 0; u < kGather; ++u) {

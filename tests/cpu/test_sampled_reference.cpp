@@ -20,9 +20,11 @@ using namespace sgtopk::reference;
 using sgtopk::SelectSampledPolicy;
 using sgtopk::testing::RowFamily;
 
-// A policy with one stride for every row length.
+// A policy with one stride for every row length and the paper's strided view
+// (view_block = 1; the blocked view has tests of its own).
 SelectSampledPolicy policy_with(int stride, double primary_margin = 1.5, double secondary_margin = 1.75) {
   SelectSampledPolicy p;
+  p.view_block = 1;
   p.stride_wide = stride;
   p.stride_narrow = stride;
   p.primary_margin = primary_margin;
@@ -106,6 +108,54 @@ TEST(SampledReference, PhaseIsTheDocumentedHashInRangeAndRowDependent) {
   EXPECT_NE(sample_phase(1, 128), sample_phase(2, 128));
   EXPECT_EQ(sample_phase(12345, 128), sample_phase(12345, 128));
   EXPECT_EQ(sample_phase(7, 0), 0u);
+}
+
+TEST(SampledReference, BlockedViewKeepsTheDensityAndCoversEveryPosition) {
+  // view_position / view_size against a direct enumeration: blocks of b
+  // consecutive positions every b * s, starting at the scaled phase.
+  for (int block : {1, 2, 8, 32}) {
+    for (int stride : {1, 3, 64, 128}) {
+      for (int64_t len : {0, 1, 7, 8, 9, 127, 128, 129, 1000, 4097, 131072}) {
+        for (uint64_t row : {0ull, 1ull, 77ull}) {
+          const uint32_t phase = sample_phase(row, stride) * static_cast<uint32_t>(block);
+          std::vector<int64_t> expected;
+          for (int64_t start = phase; start < len; start += static_cast<int64_t>(stride) * block)
+            for (int64_t t = 0; t < block && start + t < len; ++t) expected.push_back(start + t);
+          ASSERT_EQ(view_size(len, phase, stride, block), static_cast<int64_t>(expected.size()))
+              << "b " << block << " s " << stride << " len " << len << " phase " << phase;
+          for (size_t j = 0; j < expected.size(); ++j)
+            ASSERT_EQ(view_position(static_cast<int64_t>(j), phase, stride, block), expected[j]);
+        }
+      }
+    }
+  }
+  // b = 1 is the paper's view.
+  EXPECT_EQ(view_size(1000, 5, 64, 1), static_cast<int64_t>(view_of(1000, 5, 64).size()));
+}
+
+TEST(SampledReference, BlockedViewDecisionsUseTheBlockedSamples) {
+  // A row whose only large values sit where a block-8 view looks and a
+  // strided one does not: the two views propose different boundaries.
+  const int64_t len = 200000;
+  const int k = 512;
+  SelectSampledPolicy p = policy_with(64);
+  p.view_block = 8;
+  const uint64_t id = 3;
+  const auto blocked = decide_sampled_route(std::vector<float>(len, 1.0f).data(), len, k, id, p);
+  EXPECT_EQ(blocked.block, 8);
+  EXPECT_EQ(blocked.phase, sample_phase(id, 64) * 8u);
+  EXPECT_EQ(blocked.view_size, view_size(len, blocked.phase, 64, 8));
+  EXPECT_EQ(blocked.q0, sample_rank(1.5, k, 64));  // the density, hence the ranks, are unchanged
+  std::vector<float> row(len, 1.0f);
+  for (int64_t j = 0; j < blocked.view_size; ++j)
+    if (j % 8 == 7) row[static_cast<size_t>(view_position(j, blocked.phase, 64, 8))] = 100.0f;
+  const auto d = decide_sampled_route(row.data(), len, k, id, p);
+  // view_size / 8 samples of 100: q0 = 12 of them are reached, so tau0 is 100's bin.
+  EXPECT_EQ(d.primary_bin, coarse_key(100.0f));
+  EXPECT_EQ(d.primary_admitted, blocked.view_size / 8);
+  p.view_block = 1;
+  const auto strided = decide_sampled_route(row.data(), len, k, id, p);
+  EXPECT_NE(strided.primary_bin, d.primary_bin);
 }
 
 // --------------------------------------------------------------- routes ----

@@ -420,6 +420,25 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
   }
+  // Blocked views (view_block; the default 1 is the paper's strided view):
+  // wide and narrow rows with unaligned starts,
+  // the sample-defeating families, the band forced by a tight margin; the
+  // route counts must still match the reference's, which reads the same view.
+  for (int block : {8, 32}) {
+    Case c;
+    c.name = "sampled_view_block" + std::to_string(block);
+    c.k = 2048;
+    c.rows = 300;
+    c.width = block == 8 ? 262144 : 100001;
+    c.families = defeaters;
+    c.families.push_back(RowFamily::kUniform);
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_VALUES;
+    c.policy = "[select.sampled]\nview_block = " + std::to_string(block) + "\n";
+    if (block == 32) c.policy += "primary_margin = 1.0\nsecondary_margin = 1.6\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    if (block == 32) c.expect_routes.push_back(SGTOPK_ROUTE_BAND);
+    out.push_back(c);
+  }
   {  // Frontiers past the shared and global stores: refinement re-reads the row.
     Case c;
     c.name = "sampled_frontier_overflow";

@@ -32,6 +32,9 @@ using namespace sgtopk;
 #ifndef Q1
 #define Q1 28
 #endif
+#ifndef VIEW_BLOCK
+#define VIEW_BLOCK 1
+#endif
 #ifndef STRIDE
 #define STRIDE 16
 #endif
@@ -84,6 +87,7 @@ struct Config {
   static constexpr int kFrontierGlobal = FGLOBAL;
   static constexpr int kSortSlots = SORTED ? sort_slots() : 1;
   static constexpr int kViewGather = 3;
+  static constexpr int kViewBlock = VIEW_BLOCK;
   static constexpr int kStrideWide = STRIDE;
   static constexpr int kStrideNarrow = STRIDE;
   static constexpr long long kWideRowThreshold = 1ll << 40;
