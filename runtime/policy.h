@@ -38,14 +38,14 @@ struct SelectDirectPolicy {
 // [select.sampled] the persistent sampled family (proposal, certification, refinement).
 struct SelectSampledPolicy {
   int block_threads = 512;               // power of two, 128..1024
-  int stride_wide = 128;                 // view stride s for wide rows, 1..4096
-  int stride_narrow = 64;                // view stride s for narrower rows, 1..4096
+  int stride_wide = 32;                  // view stride s for wide rows, 1..4096 (the paper: 128)
+  int stride_narrow = 32;                // view stride s for narrower rows, 1..4096 (the paper: 64)
   int64_t wide_row_threshold = 131072;   // rows at least this wide use stride_wide
   double primary_margin = 1.5;           // rho0, 1.0..8.0
   double secondary_margin = 1.75;        // rho1, primary_margin..8.0
   int workers_per_sm = 2;                // persistent worker CTAs per SM, 1..8
   int view_loads_in_flight = 8;          // view samples each thread gathers before counting the first, 1..16
-  int view_block = 1;                    // consecutive scores per view block (the view density stays 1/s), 1..32
+  int view_block = 16;                   // consecutive scores per view block (the view density stays 1/s), 1..32 (the paper: 1)
   int min_sample_rank = 0;               // 0: off; else strides shrink until q0 = ceil(rho0*K/s) >= it, 0..4096
   bool operator==(const SelectSampledPolicy&) const = default;
 };

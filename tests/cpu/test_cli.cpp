@@ -426,7 +426,7 @@ TEST_F(CliTest, SimulateReportsTheSampledRoutes) {
   for (const char* word : {"primary", "band", "exact", "admitted", "stride"})
     EXPECT_TRUE(contains(r.out, word)) << word << "\n" << r.show();
   // One line for the family: 8 rows at the narrow stride (20000 < wide_row_threshold).
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nuniform +8 .* 64\n)"))) << r.show();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nuniform +8 .* 32\n)"))) << r.show();
   EXPECT_TRUE(warning_lines(r.all()).empty()) << r.show();
   // Deterministic: a second run prints the same.
   const CliResult again = run("simulate --rows 8 --width 20000 --k 256 --family uniform");

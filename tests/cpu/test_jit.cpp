@@ -324,6 +324,8 @@ TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
 
 TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
   Policy policy = Policy::defaults();
+  policy.sampled.stride_wide = 128;  // the paper's strides, so that the two differ
+  policy.sampled.stride_narrow = 64;
   policy.sampled.min_sample_rank = 16;
   // K = 256: both strides shrink to 25, where q0 = ceil(1.5 * 256 / 25) = 16.
   const std::string small_k = plan_for(256, 262144, 0, "sm_90", policy, "sampled", 4096).parameters_text();
@@ -338,10 +340,10 @@ TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
 TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
   ASSERT_EQ(plan.family, "sampled");
-  // Sample ranks ceil(margin * K / stride): 1.5 and 1.75 x 2048 over strides 128 and 64.
+  // Sample ranks ceil(margin * K / stride): 1.5 and 1.75 x 2048 over stride 32.
   const std::string text = plan.parameters_text();
-  for (const char* line : {"kQ0Wide=24\n", "kQ1Wide=28\n", "kQ0Narrow=48\n", "kQ1Narrow=56\n", "kStrideWide=128\n",
-                           "kStrideNarrow=64\n", "kWideRowThreshold=131072ll\n", "kK=2048\n", "kThreads=512\n",
+  for (const char* line : {"kQ0Wide=96\n", "kQ1Wide=112\n", "kQ0Narrow=96\n", "kQ1Narrow=112\n", "kStrideWide=32\n",
+                           "kStrideNarrow=32\n", "kViewBlock=16\n", "kWideRowThreshold=131072ll\n", "kK=2048\n", "kThreads=512\n",
                            "kRegisterItems=0\n", "kRouteStats=false\n"})
     EXPECT_TRUE(contains(text, line)) << line << "not in:\n" << text;
   // The launch: 512-thread persistent workers, two per SM.

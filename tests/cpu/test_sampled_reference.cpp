@@ -45,8 +45,17 @@ int64_t count_at_or_above(const std::vector<float>& row, uint32_t bin) {
 
 // -------------------------------------------------------- stride, rank ----
 
+// The paper's strides (the defaults are 32 for both, in blocks of 16).
+SelectSampledPolicy paper_strides() {
+  SelectSampledPolicy p;
+  p.stride_wide = 128;
+  p.stride_narrow = 64;
+  p.view_block = 1;
+  return p;
+}
+
 TEST(SampledReference, StrideFollowsTheWideRowThreshold) {
-  const SelectSampledPolicy p;  // defaults: 128 at >= 131072, else 64
+  const SelectSampledPolicy p = paper_strides();  // 128 at >= 131072, else 64
   EXPECT_EQ(sample_stride(131072, 2048, p), 128);
   EXPECT_EQ(sample_stride(1 << 20, 2048, p), 128);
   EXPECT_EQ(sample_stride(131071, 2048, p), 64);
@@ -55,7 +64,7 @@ TEST(SampledReference, StrideFollowsTheWideRowThreshold) {
 }
 
 TEST(SampledReference, MinSampleRankShrinksTheStrideForSmallK) {
-  SelectSampledPolicy p;
+  SelectSampledPolicy p = paper_strides();
   p.min_sample_rank = 16;
   // K = 2048 already has q0 = 24 at s = 128: unchanged.
   EXPECT_EQ(stride_for_rank(128, 2048, p), 128);
@@ -311,7 +320,7 @@ TEST(SampledReference, Deterministic) {
   const auto b = decide_sampled_route(row.data(), 150000, 2048, 42, p);
   EXPECT_EQ(a.route, b.route);
   EXPECT_EQ(a.phase, b.phase);
-  EXPECT_EQ(a.stride, 128);
+  EXPECT_EQ(a.stride, 32);
   EXPECT_EQ(a.primary_bin, b.primary_bin);
   EXPECT_EQ(a.secondary_bin, b.secondary_bin);
   EXPECT_EQ(a.primary_admitted, b.primary_admitted);

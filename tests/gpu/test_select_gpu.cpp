@@ -372,7 +372,7 @@ std::vector<Case> sampled_cases() {
   const std::vector<RowFamily> defeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
                                             RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
                                             RowFamily::kIndexerLike, RowFamily::kNaNInTop};
-  {  // Wide rows (stride 128) of sample-defeating structure, more rows than workers.
+  {  // Wide rows of sample-defeating structure, more rows than workers.
     Case c;
     c.name = "sampled_defeaters_wide";
     c.k = 2048;
@@ -383,7 +383,7 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT, SGTOPK_ROUTE_SHORT};
     out.push_back(c);
   }
-  {  // Narrower rows (stride 64).
+  {  // Narrower rows (below wide_row_threshold).
     Case c;
     c.name = "sampled_defeaters_narrow";
     c.k = 1024;
@@ -420,20 +420,22 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
   }
-  // Blocked views (view_block; the default 1 is the paper's strided view):
+  // Other views (the default: blocks of 16 at stride 32): the paper's strided
+  // view (blocks of 1, stride 128 / 64), blocks of 8 and 32;
   // wide and narrow rows with unaligned starts,
   // the sample-defeating families, the band forced by a tight margin; the
   // route counts must still match the reference's, which reads the same view.
-  for (int block : {8, 32}) {
+  for (int block : {1, 8, 32}) {
     Case c;
-    c.name = "sampled_view_block" + std::to_string(block);
+    c.name = block == 1 ? "sampled_paper_view" : "sampled_view_block" + std::to_string(block);
     c.k = 2048;
     c.rows = 300;
-    c.width = block == 8 ? 262144 : 100001;
+    c.width = block == 32 ? 100001 : 262144;
     c.families = defeaters;
     c.families.push_back(RowFamily::kUniform);
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_VALUES;
     c.policy = "[select.sampled]\nview_block = " + std::to_string(block) + "\n";
+    if (block == 1) c.policy += "stride_wide = 128\nstride_narrow = 64\n";
     if (block == 32) c.policy += "primary_margin = 1.0\nsecondary_margin = 1.6\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     if (block == 32) c.expect_routes.push_back(SGTOPK_ROUTE_BAND);
@@ -494,6 +496,25 @@ std::vector<Case> sampled_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Sampled, SelectGpu, ::testing::ValuesIn(sampled_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Host only (runs in CI too): every case that names routes it must exercise
+// does so on the CPU reference under its policy, so a default change (stride,
+// view block, margins) that quietly stops a route-forcing case from forcing
+// its route fails before any GPU time is spent. The GPU run checks it again
+// on its own inputs.
+TEST(SelectGpuCases, InputsExerciseTheirRoutes) {
+  for (const Case& c : sampled_cases()) {
+    if (c.expect_routes.empty()) continue;
+    SGTOPK_SEEDED_RNG(rng, c.name);
+    const int64_t pitch = c.pitch ? c.pitch : c.width;
+    const Inputs in = make_inputs(c, pitch, rng);
+    const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
+    const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, /*sampled=*/true);
+    for (int route : c.expect_routes)
+      EXPECT_GT(expected[static_cast<size_t>(route)], 0u)
+          << c.name << ": inputs do not exercise route " << route << " (" << stats_text(expected) << ")";
+  }
+}
 
 // Direct family with route statistics: every row longer than K is exact.
 INSTANTIATE_TEST_SUITE_P(DirectRouteStats, SelectGpu, ::testing::Values([] {
