@@ -144,14 +144,15 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
                               policy, target);
 
   plan.constants = select_constants(p, policy, sp.block_threads, 0);
-  // Strides and sample ranks are fixed here, once, by the functions the CPU
-  // reference uses (reference::stride_for_rank, sample_rank), never on the GPU.
+  // Strides, view block and sample ranks are fixed here, once, by the
+  // functions the CPU reference uses (reference::stride_for_rank,
+  // view_block_for_rank, sample_rank), never on the GPU.
   const int wide = reference::stride_for_rank(sp.stride_wide, p.k, sp);
   const int narrow = reference::stride_for_rank(sp.stride_narrow, p.k, sp);
   const auto rank = [&](double margin, int stride) { return str(reference::sample_rank(margin, p.k, stride)); };
   plan.constants.insert(plan.constants.end(), {
       {"kViewGather", str(sp.view_loads_in_flight)},
-      {"kViewBlock", str(sp.view_block)},
+      {"kViewBlock", str(reference::view_block_for_rank(p.k, sp))},
       {"kStrideWide", str(wide)},
       {"kStrideNarrow", str(narrow)},
       {"kWideRowThreshold", str(sp.wide_row_threshold) + "ll"},

@@ -238,6 +238,10 @@ const std::vector<Section>& sections() {
            integer("min_sample_rank", SGTOPK_MEMBER(sampled.min_sample_rank), {0, 4096},
                    "0: off; else both strides shrink (at plan time, from K) until the primary sample rank\n"
                    "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)"),
+           integer("min_view_blocks", SGTOPK_MEMBER(sampled.min_view_blocks), {0, 64},
+                   "0: off; else view_block halves (at plan time, from K) until the primary sample rank q0\n"
+                   "spans at least this many blocks: neighbours in a block are correlated, so small K\n"
+                   "needs smaller blocks (K = 256 with blocks of 16: 14% of indexer rows recovered exactly)"),
        }},
       {"select.split",
        "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"

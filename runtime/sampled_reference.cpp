@@ -38,6 +38,15 @@ int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy) {
   return s;
 }
 
+int view_block_for_rank(int k, const SelectSampledPolicy& policy) {
+  int block = policy.view_block;
+  if (policy.min_view_blocks <= 0) return block;
+  const int64_t q0 = std::min(sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_wide, k, policy)),
+                              sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_narrow, k, policy)));
+  while (block > 1 && q0 < int64_t{policy.min_view_blocks} * block) block /= 2;
+  return block;
+}
+
 int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy) {
   return stride_for_rank(len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow, k, policy);
 }
@@ -86,7 +95,7 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
                                      const SelectSampledPolicy& policy) {
   SampledDecision d;
   d.stride = sample_stride(len, k, policy);
-  d.block = policy.view_block;
+  d.block = view_block_for_rank(k, policy);
   d.phase = sample_phase(row_id, d.stride) * static_cast<uint32_t>(d.block);
   d.q0 = sample_rank(policy.primary_margin, k, d.stride);
   d.q1 = sample_rank(policy.secondary_margin, k, d.stride);

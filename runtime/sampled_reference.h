@@ -21,6 +21,13 @@ namespace sgtopk::reference {
 // q0 = 3) and recover often.
 int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy);
 
+// The view block b a plan uses for rank k: policy.view_block, halved while
+// b > 1 and the primary rank q0 (the smaller of the two stride classes')
+// spans fewer than policy.min_view_blocks blocks (0: never). Scores in one
+// block are neighbours, hence correlated on real rows: what certifies a
+// proposal is the number of blocks above it, not of samples.
+int view_block_for_rank(int k, const SelectSampledPolicy& policy);
+
 // View stride s of a row of length `len` for rank k: stride_wide when
 // len >= wide_row_threshold, else stride_narrow; then stride_for_rank.
 int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
@@ -34,7 +41,7 @@ int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
 // the launch). stride <= 1 gives 0.
 uint32_t sample_phase(uint64_t row_id, int stride);
 
-// The view with blocks of b consecutive scores (policy.view_block; the
+// The view with blocks of b consecutive scores (view_block_for_rank; the
 // paper's view is b = 1): view element j sits at
 //   a_r * b + (j / b) * (s * b) + j % b,
 // so the density stays 1/s and the sample ranks do not change, but a GPU
@@ -64,7 +71,7 @@ struct SampledDecision {
   };
   Route route = kShort;
   int stride = 0;              // s
-  int block = 1;               // b (policy.view_block)
+  int block = 1;               // b (view_block_for_rank)
   uint32_t phase = 0;          // a_r * b: the first view position
   int64_t q0 = 0, q1 = 0;      // sample ranks of primary_margin, secondary_margin
   int64_t view_size = 0;       // #{j : view_position(j) < len}

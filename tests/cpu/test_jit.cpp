@@ -337,6 +337,12 @@ TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
     EXPECT_TRUE(contains(k2048, line)) << line << "not in:\n" << k2048;
 }
 
+TEST(JitPlanner, SmallKGetsSmallerViewBlocks) {
+  // q0 = ceil(1.5 * 256 / 32) = 12 spans at least min_view_blocks = 4 blocks of 2.
+  const std::string text = plan_for(256, 262144, 0, "sm_90", Policy::defaults(), "sampled", 4096).parameters_text();
+  EXPECT_TRUE(contains(text, "kViewBlock=2\n")) << text;
+}
+
 TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
   ASSERT_EQ(plan.family, "sampled");

@@ -83,6 +83,30 @@ TEST(SampledReference, MinSampleRankShrinksTheStrideForSmallK) {
   EXPECT_EQ(decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 256, 0, p).stride, 25);
 }
 
+TEST(SampledReference, ViewBlockShrinksUntilTheRankSpansMinViewBlocks) {
+  const SelectSampledPolicy p;  // defaults: blocks of 16 at stride 32, q0 >= 4 blocks
+  // q0 = ceil(1.5 * K / 32): 192, 96, 48, 24, 12, 1.
+  EXPECT_EQ(view_block_for_rank(4096, p), 16);
+  EXPECT_EQ(view_block_for_rank(2048, p), 16);  // 96 >= 4 * 16
+  EXPECT_EQ(view_block_for_rank(1024, p), 8);   // 48 < 64, 48 >= 32
+  EXPECT_EQ(view_block_for_rank(512, p), 4);
+  EXPECT_EQ(view_block_for_rank(256, p), 2);
+  EXPECT_EQ(view_block_for_rank(1, p), 1);
+  SelectSampledPolicy off = p;
+  off.min_view_blocks = 0;
+  EXPECT_EQ(view_block_for_rank(256, off), 16);
+  // The smaller of the two classes' ranks decides; min_sample_rank acts first.
+  SelectSampledPolicy mixed = p;
+  mixed.stride_wide = 16;  // q0 = 192 at K = 2048
+  mixed.stride_narrow = 64;  // q0 = 48
+  EXPECT_EQ(view_block_for_rank(2048, mixed), 8);
+  mixed.min_sample_rank = 96;  // the narrow stride shrinks to 32: q0 = 96
+  EXPECT_EQ(view_block_for_rank(2048, mixed), 16);
+  // The decision records the block it used.
+  std::vector<float> row(300000, 1.0f);
+  EXPECT_EQ(decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 512, 0, p).block, 4);
+}
+
 TEST(SampledReference, SampleRankIsACeilingThatDoesNotBumpExactIntegers) {
   EXPECT_EQ(sample_rank(1.5, 2048, 128), 24);
   EXPECT_EQ(sample_rank(1.75, 2048, 128), 28);
@@ -149,6 +173,7 @@ TEST(SampledReference, BlockedViewDecisionsUseTheBlockedSamples) {
   const int k = 512;
   SelectSampledPolicy p = policy_with(64);
   p.view_block = 8;
+  p.min_view_blocks = 0;  // q0 = 12 would otherwise shrink the block to 2
   const uint64_t id = 3;
   const auto blocked = decide_sampled_route(std::vector<float>(len, 1.0f).data(), len, k, id, p);
   EXPECT_EQ(blocked.block, 8);
