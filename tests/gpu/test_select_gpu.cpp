@@ -315,7 +315,19 @@ std::vector<Case> cases() {
     c.rows = 44;
     c.width = 100003;
     c.flags = SGTOPK_SORTED;
-    c.policy = "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\nprefetch_l2_chunks = 1\n";
+    c.policy =
+        "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\nprefetch_l2_chunks = 1\n"
+        "histogram_backward = true\n";  // the look-aheads run backward too
+    out.push_back(c);
+  }
+  {  // The histogram pass from the row's end (unaligned starts: head, body, tail).
+    Case c;
+    c.name = "histogram_backward";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 300001;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.policy = "[select.direct]\nhistogram_backward = true\n";
     out.push_back(c);
   }
   {  // live_rows < rows: the rest stays untouched.
@@ -416,7 +428,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_SORTED;
-    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n";
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n[select.direct]\nhistogram_backward = true\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
   }
