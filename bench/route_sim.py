@@ -2,7 +2,7 @@
 """The sampled family's route decisions on the benchmark's score rows, on the CPU.
 
     python3 bench/route_sim.py [--shapes 2048x262144,...] [--rows 192] [--scores indexer]
-                               [--policy NAME=stride_wide,stride_narrow,wide_row_threshold,view_block,rho0,rho1 ...]
+                               [--policy NAME=stride_wide,stride_narrow,wide_row_threshold,view_block,rho0,rho1[,fine] ...]
 
 For each causal shape (row r has N - M + 1 + r scores) and each policy it
 draws `--rows` rows spread over the M rows of the shape, with the score
@@ -31,9 +31,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_select as bench  # noqa: E402  (constants only; torch is not needed)
 
 K = 2048
-# name: (stride_wide, stride_narrow, wide_row_threshold, view_block, rho0, rho1)
+# name: (stride_wide, stride_narrow, wide_row_threshold, view_block, rho0, rho1[, fine])
+# fine = 1: a proposal the library does not have (ALGORITHM.md defines it by
+# coarse bins): admit x >= the q0-th largest sample itself, the band
+# x >= the q1-th, to size the candidate sets such a proposal would give.
 POLICIES = {
-    "default": (128, 64, 131072, 1, 1.5, 1.75),
+    "default": (32, 32, 131072, 16, 1.5, 1.75),
+    "default-fine": (32, 32, 131072, 16, 1.5, 1.75, 1),
+    "paper": (128, 64, 131072, 1, 1.5, 1.75),
     "view-block-8": (128, 64, 131072, 8, 1.5, 1.75),
     "wide-threshold-64k": (128, 64, 65536, 1, 1.5, 1.75),
     "s64-view-block-8": (64, 64, 131072, 8, 1.5, 1.75),
@@ -81,7 +86,8 @@ def rank_bin(histogram, rank):
 
 
 def decide(x, row, policy):
-    stride_wide, stride_narrow, threshold, block, rho0, rho1 = policy
+    stride_wide, stride_narrow, threshold, block, rho0, rho1 = policy[:6]
+    fine = len(policy) > 6 and policy[6] == 1
     n = len(x)
     s = stride_wide if n >= threshold else stride_narrow
     q0, q1 = math.ceil(rho0 * K / s - 1e-9), math.ceil(rho1 * K / s - 1e-9)
@@ -90,6 +96,13 @@ def decide(x, row, policy):
     positions = positions[positions < n]
     if len(positions) < max(q0, q1):
         return "no_view", 0
+    if fine:
+        view = np.sort(x[positions])[::-1]
+        primary = int((x >= view[q0 - 1]).sum())
+        if primary >= K:
+            return "primary", primary
+        band = int((x >= view[q1 - 1]).sum())
+        return ("band", band) if band >= K else ("exact", 0)
     keys = coarse_key(x)
     histogram = np.bincount(keys[positions], minlength=2048)
     histogram[0] = 0  # NaN samples are not counted

@@ -180,6 +180,13 @@ std::string stats_text(const std::vector<uint64_t>& s) {
          " candidates=" + std::to_string(s[SGTOPK_ROUTE_CANDIDATES]);
 }
 
+// Every route the case names was taken by some row of the reference's decisions.
+void expect_routes_exercised(const Case& c, const std::vector<uint64_t>& expected) {
+  for (int route : c.expect_routes)
+    EXPECT_GT(expected[static_cast<size_t>(route)], 0u)
+        << c.name << ": inputs do not exercise route " << route << " (" << stats_text(expected) << ")";
+}
+
 void synchronize() { check_cuda(driver().cuCtxSynchronize(), "kernel execution"); }
 
 void run_case(const Case& c) {
@@ -203,8 +210,7 @@ void run_case(const Case& c) {
     const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, sampled);
     const std::vector<uint64_t> got = d.route_stats.download_as<uint64_t>(SGTOPK_ROUTE_STAT_SLOTS);
     EXPECT_EQ(stats_text(got), stats_text(expected)) << c.name << " (" << info.family << ")";
-    for (int route : c.expect_routes)
-      EXPECT_GT(expected[static_cast<size_t>(route)], 0u) << c.name << ": inputs do not exercise route " << route;
+    expect_routes_exercised(c, expected);
   }
   sgtopk_plan_destroy(plan);
 }
@@ -525,10 +531,7 @@ TEST(SelectGpuCases, InputsExerciseTheirRoutes) {
     const int64_t pitch = c.pitch ? c.pitch : c.width;
     const Inputs in = make_inputs(c, pitch, rng);
     const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
-    const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, /*sampled=*/true);
-    for (int route : c.expect_routes)
-      EXPECT_GT(expected[static_cast<size_t>(route)], 0u)
-          << c.name << ": inputs do not exercise route " << route << " (" << stats_text(expected) << ")";
+    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, /*sampled=*/true));
   }
 }
 
