@@ -354,17 +354,17 @@ std::vector<Case> cases() {
     c.lengths = false;
     out.push_back(c);
   }
-  {  // The histogram pass from the row's end (unaligned starts: head, body, tail).
-    // Last, so that the sampled derivation's route-statistics parity of the
-    // cases above stays as it was.
+  {  // The histogram pass from the row's start (the default walks from its
+    // end; unaligned starts: head, body, tail). Last, so that the sampled
+    // derivation's route-statistics parity of the cases above stays as it was.
     Case c;
-    c.name = "histogram_backward";
+    c.name = "histogram_forward";
     c.k = 2048;
     c.rows = 70;
     c.width = 300001;
     c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
     c.family = "direct_exact";
-    c.policy = "[select.direct]\nhistogram_backward = true\n";
+    c.policy = "[select.direct]\nhistogram_backward = false\n";
     out.push_back(c);
   }
   return out;
@@ -438,7 +438,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_SORTED;
-    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n[select.direct]\nhistogram_backward = true\n";
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
   }
