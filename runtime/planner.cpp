@@ -53,6 +53,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kPrefetchL2", str(d.prefetch_l2_chunks)},
       {"kAggregateHistogram", flag(d.aggregate_histogram)},
       {"kEndpointClassify", flag(d.endpoint_classification)},
+      {"kHistogramBackward", flag(d.histogram_backward)},
       {"kVectorLoads", flag(d.vector_bytes == 16)},
       {"kIndexBits", str(std::max(1, ceil_log2(p.width)))},
       {"kFrontierShared", str(d.frontier_shared_capacity)},

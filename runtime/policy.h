@@ -32,6 +32,7 @@ struct SelectDirectPolicy {
   int prefetch_l2_chunks = 0;            // 0: off; else chunks ahead each thread asks L2 to fetch, 0..4
   bool endpoint_classification = false;  // classification pass compares with FP32 bin endpoints (measured 5-10% faster)
   bool aggregate_histogram = false;      // one shared atomic per distinct bin per warp (__match_any_sync)
+  bool histogram_backward = true;        // the exact route's histogram pass walks the row from its end (L2 reuse)
   bool operator==(const SelectDirectPolicy&) const = default;
 };
 

@@ -12,7 +12,7 @@
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
-//   kEndpointClassify, kIndexBits,
+//   kEndpointClassify, kHistogramBackward, kIndexBits,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats.
 #pragma once
 #include "sgtopk/frontier.cuh"
@@ -84,8 +84,7 @@ struct DirectExactAgent {
     };
     const volatile u32& floor_bin = state.floor_bin;
     const volatile u32& floor_low_key = state.floor_low_key;
-    row.for_each_chunk(
-        [&](const auto& chunk) {
+    const auto visit_chunk = [&](const auto& chunk) {
           const u32 floor_now = floor_bin;
           if (floor_now > kCoarseKeyMinNumber) {
             // Mark, then key and count only the marked (few, once the floor
@@ -116,8 +115,15 @@ struct DirectExactAgent {
           if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
             raise_floor(state);
           ++chunk_number;
-        },
-        [&](int, float value) { count(value, floor_bin); });
+        };
+    const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
+    // Backward, the boundary pass (forward) starts on the bytes this pass
+    // read last, the likeliest still in L2; in the sampled family's recovery
+    // this pass in turn starts where the certification pass ended.
+    if constexpr (Config::kHistogramBackward)
+      row.for_each_chunk_backward(visit_chunk, visit_scalar);
+    else
+      row.for_each_chunk(visit_chunk, visit_scalar);
     __syncthreads();
     Refine<Row>{state, store, row, out}
         .boundary_pass();

@@ -158,36 +158,37 @@ struct Refinement {
     state.prefix = known == 0u ? 0ull : static_cast<u64>(low_key >> (32u - known));
   }
 
-  // Is (value, index) still a candidate before round r (r >= 1)?
-  SGTOPK_DEVICE bool in_group(float value, u32 index, int r) const {
+  // Is (value, index) still a candidate before round r (r >= 1)? The loops
+  // over candidates pass the row's schedule `s` in, so it is not rebuilt
+  // from shared memory per candidate.
+  SGTOPK_DEVICE bool in_group(const Schedule& s, float value, u32 index, int r) const {
     const bool admitted =
         state.admit_by_threshold ? value >= state.admit_low : coarse_key(value) == state.coarse_boundary;
     if (!admitted) return false;
     if (r == 1) return true;
-    return (rank_key(value, index) >> schedule().shift(r - 1)) == state.prefix;
+    return (rank_key(value, index) >> s.shift(r - 1)) == state.prefix;
   }
 
   // Classify one candidate of round r against digit d; carry into round r+1.
-  SGTOPK_DEVICE void classify(float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
+  SGTOPK_DEVICE void classify(const Schedule& s, float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
     if (digit < d) return;  // dropped
     const bool commit = digit > d || (digit == d && take_group);
     const bool carry = digit == d && !take_group;
     const u32 slot = warp_append(commit, &state.committed);
     if (commit) out.commit(slot, index, value);
-    this->carry(carry, value, index, r);
+    this->carry(s, carry, value, index, r);
   }
 
   // Carries (value, index) into round r+1 when `take`.
-  SGTOPK_DEVICE void carry(bool take, float value, u32 index, int r) {
+  SGTOPK_DEVICE void carry(const Schedule& s, bool take, float value, u32 index, int r) {
     const u32 next = warp_append(take, &state.next_count);
-    if (take) keep(next, value, index, r);
+    if (take) keep(s, next, value, index, r);
   }
 
   // Stores a carried candidate in frontier slot `slot` and counts it in the
   // histogram of its round r+1 digit.
-  SGTOPK_DEVICE void keep(u32 slot, float value, u32 index, int r) {
+  SGTOPK_DEVICE void keep(const Schedule& s, u32 slot, float value, u32 index, int r) {
     store.store(slot, value, index);
-    const Schedule s = schedule();
     if (r + 1 < s.rounds()) atomicAdd(&state.histogram[s.digit(rank_key(value, index), r + 1)], 1u);
   }
 
@@ -227,11 +228,11 @@ struct Refinement {
 
   SGTOPK_DEVICE void admit_at(u32 slot, float value, u32 index) {
     if (slot < Store::kCapacity) store.store(slot, value, index);
-    else count_first_digit(value, index);
+    else count_first_digit(schedule(), value, index);
   }
 
-  SGTOPK_DEVICE void count_first_digit(float value, u32 index) {
-    atomicAdd(&state.histogram[schedule().digit(rank_key(value, index), 1)], 1u);
+  SGTOPK_DEVICE void count_first_digit(const Schedule& s, float value, u32 index) {
+    atomicAdd(&state.histogram[s.digit(rank_key(value, index), 1)], 1u);
   }
 
   // After certification: adds the stored candidates' round-1 digits to the
@@ -257,11 +258,12 @@ struct Refinement {
       __syncthreads();
     }
     const u32 stored = min_of(count, Store::kCapacity);
+    const Schedule s = schedule();
     for (u32 slot = threadIdx.x; slot < stored; slot += kThreads) {
       float value;
       u32 index;
       store.load(slot, &value, &index);
-      count_first_digit(value, index);
+      count_first_digit(s, value, index);
     }
     __syncthreads();
   }
@@ -294,9 +296,11 @@ struct Refinement {
       const int n = __ffs(commits) - 1;
       out.commit(commit_slot++, chunk.index(n), chunk.score_at(n));
     }
+    if (carries == 0u) return;
+    const Schedule s = schedule();
     for (; carries != 0u; carries &= carries - 1u) {
       const int n = __ffs(carries) - 1;
-      keep(carry_slot++, chunk.score_at(n), chunk.index(n), 0);
+      keep(s, carry_slot++, chunk.score_at(n), chunk.index(n), 0);
     }
   }
 
@@ -304,7 +308,7 @@ struct Refinement {
   template <typename DigitOf>
   SGTOPK_DEVICE void classify_row(DigitOf&& digit_of, u32 d, bool take_group) {
     row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, digit_of, d, take_group); },
-                       [&](int i, float value) { classify(value, static_cast<u32>(i), digit_of(value), d, take_group, 0); });
+                       [&](int i, float value) { classify(schedule(), value, static_cast<u32>(i), digit_of(value), d, take_group, 0); });
   }
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
@@ -402,13 +406,13 @@ struct Refinement {
 #pragma unroll
           for (int b = 0; b < kBatch; ++b) {
             const u32 slot = base + static_cast<u32>(b * kThreads) + threadIdx.x;
-            if (slot < count) classify(value[b], index[b], s.digit(rank_key(value[b], index[b]), r), d, take_group, r);
+            if (slot < count) classify(s, value[b], index[b], s.digit(rank_key(value[b], index[b]), r), d, take_group, r);
           }
         }
       } else {
         row.for_each([&](int i, float value) {
           const u32 index = static_cast<u32>(i);
-          if (in_group(value, index, r)) classify(value, index, s.digit(rank_key(value, index), r), d, take_group, r);
+          if (in_group(s, value, index, r)) classify(s, value, index, s.digit(rank_key(value, index), r), d, take_group, r);
         });
       }
       advance(take_group, d, r);

@@ -41,13 +41,14 @@ struct StreamShape {
 
 SGTOPK_DEVICE void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// Asks L2 for this thread's vectors of the chunk starting at `base`.
+// Asks L2 for this thread's vectors of the chunk starting at `base` (none
+// when base is before the body: a backward stream's look-ahead past its end).
 template <int kThreads, int kUnroll>
 SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
-    if (j < vectors) prefetch_l2(body + j);
+    if (base >= 0 && j < vectors) prefetch_l2(body + j);
   }
 }
 
@@ -79,7 +80,10 @@ struct VectorChunk {
 // valid where its slots run past the row), so a visitor may use warp
 // collectives; visit_scalar(index, value) for the head and the tail, where
 // lanes diverge. Without vector loads every score goes to visit_scalar.
-template <typename Shape, typename VisitChunk, typename VisitScalar>
+// kBackward visits the body's chunks from the last to the first: a pass that
+// follows another over the same row in the opposite direction then starts on
+// the bytes the first one read last, which are the likeliest still in L2.
+template <typename Shape, bool kBackward = false, typename VisitChunk, typename VisitScalar>
 SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) {
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
   constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
@@ -98,24 +102,28 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_
   const float4* body = reinterpret_cast<const float4*>(row + head);
   const int vectors = (len - head) >> 2;
   constexpr int kChunk = kThreads * kUnroll;
+  const int chunks = (vectors + kChunk - 1) / kChunk;
+  const int step = kBackward ? -kChunk : kChunk;  // from one chunk's base to the next's
+  const int first = kBackward ? (chunks - 1) * kChunk : 0;
   if constexpr (Shape::kL2Ahead > 1) {
 #pragma unroll
-    for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead) prefetch_chunk<kThreads, kUnroll>(body, vectors, ahead * kChunk);
+    for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead)
+      prefetch_chunk<kThreads, kUnroll>(body, vectors, first + ahead * step);
   }
   float4 ahead[kUnroll];  // kPrefetch: the next chunk, loading while this one is visited
   if constexpr (kPrefetch) {
-    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, 0, ahead);
+    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, first, ahead);
   }
-  for (int base = 0; base < vectors; base += kChunk) {
+  for (int c = 0, base = first; c < chunks; ++c, base += step) {
     VectorChunk<kThreads, kUnroll> chunk;
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) chunk.v[u] = ahead[u];
-      if (base + kChunk < vectors) load_chunk<kThreads, kUnroll>(body, vectors, base + kChunk, ahead);
+      if (c + 1 < chunks) load_chunk<kThreads, kUnroll>(body, vectors, base + step, ahead);
     } else {
       load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v);
     }
-    if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * kChunk);
+    if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * step);
     chunk.row = row;
     chunk.first = head + 4 * (base + t);
     chunk.valid = 0u;
@@ -183,6 +191,11 @@ struct RegisterRow {
   SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&&) const {
     visit_chunk(*this);
   }
+  // Registers have no order to exploit: the same visit.
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    for_each_chunk(visit_chunk, visit_scalar);
+  }
 };
 
 // The same interface over global memory, for rows too long for registers.
@@ -204,6 +217,10 @@ struct StreamedRow {
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     sgtopk::for_each_chunk<Shape>(row, len, visit_chunk, visit_scalar);
+  }
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    sgtopk::for_each_chunk<Shape, true>(row, len, visit_chunk, visit_scalar);
   }
 };
 

@@ -321,7 +321,10 @@ std::vector<Case> cases() {
     c.rows = 44;
     c.width = 100003;
     c.flags = SGTOPK_SORTED;
-    c.policy = "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\nprefetch_l2_chunks = 1\n";
+    c.policy =
+        "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\nprefetch_l2_chunks = 2\n"
+        "histogram_backward = true\n";  // the look-aheads (both loops) run backward too
+    c.family = "direct_exact";
     out.push_back(c);
   }
   {  // live_rows < rows: the rest stays untouched.
@@ -349,6 +352,19 @@ std::vector<Case> cases() {
     c.rows = 22;
     c.width = 4097;
     c.lengths = false;
+    out.push_back(c);
+  }
+  {  // The histogram pass from the row's start (the default walks from its
+    // end; unaligned starts: head, body, tail). Last, so that the sampled
+    // derivation's route-statistics parity of the cases above stays as it was.
+    Case c;
+    c.name = "histogram_forward";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 300001;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nhistogram_backward = false\n";
     out.push_back(c);
   }
   return out;

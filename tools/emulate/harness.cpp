@@ -62,6 +62,9 @@ using namespace sgtopk;
 #ifndef SAMPLED
 #define SAMPLED 1
 #endif
+#ifndef BACKWARD
+#define BACKWARD false
+#endif
 constexpr long long kPitchV = WIDTH_ + 7;
 static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
 static constexpr int sort_slots() { int s = 1; while (s < K_) s <<= 1; return s; }
@@ -81,6 +84,7 @@ struct Config {
   static constexpr int kPrefetchL2 = 0;
   static constexpr bool kAggregateHistogram = AGG;
   static constexpr bool kEndpointClassify = ENDPOINT;
+  static constexpr bool kHistogramBackward = BACKWARD;
   static constexpr bool kVectorLoads = VECTOR;
   static constexpr int kIndexBits = 15;  // ceil_log2(WIDTH) for 30000 (checked below)
   static constexpr int kFrontierShared = FSHARED;
