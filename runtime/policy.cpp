@@ -206,7 +206,7 @@ const std::vector<Section>& sections() {
                    "(prefetch.global.L2: more bytes in flight per worker without registers; not yet measured)"),
            boolean("endpoint_classification", SGTOPK_MEMBER(direct.endpoint_classification),
                    "the classification pass compares scores with the boundary bin's FP32 endpoints\n"
-                   "instead of recomputing coarse keys (measured 5-10% faster on the direct family, bench/NOTES.md)"),
+                   "instead of computing coarse keys: two comparisons per score (bench/NOTES.md)"),
            boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
                    "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
            boolean("histogram_backward", SGTOPK_MEMBER(direct.histogram_backward),

@@ -133,6 +133,12 @@ struct FrontierStore {
   }
 };
 
+// What round 0 does with one score.
+struct Verdict {
+  bool commit;  // above the boundary, or in a boundary group taken whole
+  bool carry;   // in the boundary group, into the next round
+};
+
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row_stream.cuh for the two row kinds).
@@ -172,11 +178,14 @@ struct Refinement {
   // Classify one candidate of round r against digit d; carry into round r+1.
   SGTOPK_DEVICE void classify(const Schedule& s, float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
     if (digit < d) return;  // dropped
-    const bool commit = digit > d || (digit == d && take_group);
-    const bool carry = digit == d && !take_group;
-    const u32 slot = warp_append(commit, &state.committed);
-    if (commit) out.commit(slot, index, value);
-    this->carry(s, carry, value, index, r);
+    settle(s, Verdict{digit > d || take_group, digit == d && !take_group}, value, index, r);
+  }
+
+  // Commits or carries one score as its verdict says.
+  SGTOPK_DEVICE void settle(const Schedule& s, Verdict verdict, float value, u32 index, int r) {
+    const u32 slot = warp_append(verdict.commit, &state.committed);
+    if (verdict.commit) out.commit(slot, index, value);
+    carry(s, verdict.carry, value, index, r);
   }
 
   // Carries (value, index) into round r+1 when `take`.
@@ -268,17 +277,17 @@ struct Refinement {
     __syncthreads();
   }
 
-  // Round 0 over a chunk against boundary digit d (see classify).
-  template <typename Chunk, typename DigitOf>
-  SGTOPK_DEVICE void classify_chunk(const Chunk& chunk, DigitOf&& digit_of, u32 d, bool take_group) {
+  // Round 0 over a chunk: verdict_of(value) says what becomes of each score.
+  template <typename Chunk, typename VerdictOf>
+  SGTOPK_DEVICE void classify_chunk(const Chunk& chunk, VerdictOf&& verdict_of) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 commits = 0u, carries = 0u;
 #pragma unroll
     for (int n = 0; n < Chunk::kCount; ++n) {
       if (!chunk.is_valid(n)) continue;
-      const u32 digit = digit_of(chunk.score(n));
-      if (digit > d || (digit == d && take_group)) commits |= 1u << n;
-      else if (digit == d) carries |= 1u << n;
+      const Verdict verdict = verdict_of(chunk.score(n));
+      commits |= static_cast<u32>(verdict.commit) << n;
+      carries |= static_cast<u32>(verdict.carry) << n;
     }
     // One warp scan for both counts (commits in the high half-word: a warp
     // holds at most 32 x 32 scores of a chunk).
@@ -304,11 +313,14 @@ struct Refinement {
     }
   }
 
-  // Round 0 over the whole row, digits from digit_of(value).
-  template <typename DigitOf>
-  SGTOPK_DEVICE void classify_row(DigitOf&& digit_of, u32 d, bool take_group) {
-    row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, digit_of, d, take_group); },
-                       [&](int i, float value) { classify(schedule(), value, static_cast<u32>(i), digit_of(value), d, take_group, 0); });
+  // Round 0 over the whole row.
+  template <typename VerdictOf>
+  SGTOPK_DEVICE void classify_row(VerdictOf&& verdict_of) {
+    row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, verdict_of); },
+                       [&](int i, float value) {
+                         const Verdict verdict = verdict_of(value);
+                         if (verdict.commit || verdict.carry) settle(schedule(), verdict, value, static_cast<u32>(i), 0);
+                       });
   }
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
@@ -364,14 +376,24 @@ struct Refinement {
     }
     __syncthreads();
     if constexpr (kEndpointClassify) {
-      // Two FP32 comparisons per score instead of recomputing its coarse key
-      // (ALGORITHM.md, "Endpoint"). A pseudo-digit keeps classify() unchanged:
-      // d + 1 above the bin, d inside it, d - 1 below (bin 0 has no below).
+      // Two FP32 comparisons per score instead of its coarse key and a digit
+      // comparison (ALGORITHM.md, "Endpoint"): commit at or above commit_low,
+      // carry the rest of the bin. No number lies below bin 0 (NaN's), and
+      // high is NaN when no number lies above the bin, so nothing compares
+      // above it.
       const float low = state.boundary_low, high = state.boundary_high;
-      classify_row([&](float value) { return value >= high ? d + 1u : (value >= low || d == 0u) ? d : d - 1u; }, d,
-                   take_group);
+      const bool bin_zero = d == 0u;
+      const float commit_low = take_group ? low : high;
+      const bool commit_all = take_group && bin_zero;
+      classify_row([=](float value) {
+        const bool commit = commit_all || value >= commit_low;
+        return Verdict{commit, !take_group && !commit && (bin_zero || value >= low)};
+      });
     } else {
-      classify_row([](float value) { return coarse_key(value); }, d, take_group);
+      classify_row([=](float value) {
+        const u32 digit = coarse_key(value);
+        return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
+      });
     }
     advance(take_group, d, 0);
   }

@@ -93,7 +93,7 @@ struct Variant {
   uint32_t flags = 0;
   int vector_bytes = 16;
   int frontier_global = 65536;
-  bool opt_in = false;  // the policy's not-yet-default kernel options all on
+  bool opt_in = false;  // every kernel option of the policy away from its default
   int64_t pitch = 0;    // 0: width
 
   std::string name() const {
@@ -167,7 +167,7 @@ Policy policy_for(const Variant& v) {
   policy.direct.frontier_global_capacity = v.frontier_global;
   if (v.opt_in) {
     policy.direct.prefetch_next_chunk = true;
-    policy.direct.endpoint_classification = true;
+    policy.direct.endpoint_classification = false;  // the default is on: coarse keys are the opt-out
     policy.direct.aggregate_histogram = true;
     policy.direct.prefetch_l2_chunks = 2;
   }
@@ -449,7 +449,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
   EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
-  EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "true" : "false");
+  EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "false" : "true");
   EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
   EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 

@@ -367,6 +367,18 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nhistogram_backward = false\n";
     out.push_back(c);
   }
+  {  // The classification pass by coarse keys (the default compares with the
+    // boundary bin's FP32 endpoints); plateaus and ties at the boundary.
+    Case c;
+    c.name = "coarse_key_classification";
+    c.k = 300;
+    c.rows = 90;
+    c.width = 120001;
+    c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nendpoint_classification = false\n";
+    out.push_back(c);
+  }
   return out;
 }
 
