@@ -61,7 +61,7 @@ struct DigitSchedule {
 // Shared state of one row's selection. Lives at the start of dynamic shared memory.
 struct SelectionState {
   u32 histogram[kCoarseBins];
-  u32 scratch[36];
+  u32 scratch[kRankScratchWords];
   u32 committed;        // output slots filled
   u32 frontier_count;   // candidates of the current group (may exceed capacity)
   u32 next_count;       // candidates carried into the next round
@@ -326,20 +326,24 @@ struct Refinement {
   // Resolve the histogram of round r: boundary digit, how many to commit.
   // Returns the boundary digit; sets take_group when the whole group fits.
   SGTOPK_DEVICE u32 resolve(bool* take_group) {
-    const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, state.remaining, state.scratch);
-    const u32 group = state.histogram[found.bin];
-    *take_group = found.above + group == state.remaining;
-    __syncthreads();
+    const u32 rank = state.remaining;
+    const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, rank, state.scratch);
+    *take_group = found.above + found.count == rank;
+    // Every thread read the histogram and `remaining` before find_rank_bin's
+    // barriers, so both may change without another.
     clear_words<kThreads>(state.histogram, kCoarseBins);
     if (threadIdx.x == 0) {
-      state.remaining -= found.above;
+      state.remaining = rank - found.above;
       state.next_count = 0u;
     }
     __syncthreads();
     return found.bin;
   }
 
-  // After round r classified: the carried group becomes the frontier.
+  // After round r classified: the carried group becomes the frontier. Only
+  // round 0 ends with a barrier (its callers read what thread 0 wrote);
+  // refinement rounds read it after the next resolve's barriers, and refine()
+  // keeps `done` in a register and ends with a barrier of its own.
   SGTOPK_DEVICE void advance(bool take_group, u32 d, int r) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -356,7 +360,7 @@ struct Refinement {
         state.prefix = (state.prefix << gap) | constant_ones | d;
       }
     }
-    __syncthreads();
+    if (r == 0) __syncthreads();
   }
 
   // Round 0 over the whole row: the coarse histogram is in state.histogram.
@@ -403,7 +407,8 @@ struct Refinement {
   // histogram its digit of round 1.
   SGTOPK_DEVICE void refine() {
     const Schedule s = schedule();
-    for (int r = 1; r < s.rounds() && !state.done; ++r) {
+    bool done = state.done != 0u;  // block-uniform: set before the caller's last barrier
+    for (int r = 1; r < s.rounds() && !done; ++r) {
       bool take_group;
       const u32 d = resolve(&take_group);
       const u32 count = state.frontier_count;
@@ -438,7 +443,9 @@ struct Refinement {
         });
       }
       advance(take_group, d, r);
+      done = take_group;
     }
+    __syncthreads();  // thread 0's last advance is visible to whatever reads the state next
   }
 };
 
