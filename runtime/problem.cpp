@@ -1,20 +1,35 @@
 #include "runtime/problem.h"
 
+#include <cstring>
 #include <sstream>
 
 #include "runtime/error.h"
 
 namespace sgtopk {
+namespace {
+
+// A C caller may store any int in an enum field, and loading one that names
+// no enumerator as the C++ enum type is undefined: validation reads the bits.
+template <typename Enum>
+int enum_bits(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
+}  // namespace
 
 Problem validate_problem(const sgtopk_problem* p) {
   if (p == nullptr) invalid_argument("problem is NULL");
   if (p->struct_size < sizeof(sgtopk_problem))
     invalid_argument("problem.struct_size is " + std::to_string(p->struct_size) + ", expected " +
                      std::to_string(sizeof(sgtopk_problem)) + ": initialize it with SGTOPK_PROBLEM_INIT");
-  if (p->op == SGTOPK_OP_FILTER)
+  const int op = enum_bits(p->op), dtype = enum_bits(p->dtype);
+  if (op == SGTOPK_OP_FILTER)
     fail(SGTOPK_ERROR_UNSUPPORTED, "the filter operator (top-k/top-p) is not available in this version");
-  if (p->op != SGTOPK_OP_SELECT) invalid_argument("op=" + std::to_string(static_cast<int>(p->op)) + " is not an operator");
-  if (p->dtype != SGTOPK_F32) invalid_argument("dtype=" + std::to_string(static_cast<int>(p->dtype)) + " is invalid: select takes float32 scores");
+  if (op != SGTOPK_OP_SELECT) invalid_argument("op=" + std::to_string(op) + " is not an operator");
+  if (dtype != SGTOPK_F32) invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: select takes float32 scores");
   if (p->k < 1 || p->k > kMaxK)
     invalid_argument("K=" + std::to_string(p->k) + " is invalid: K must be in 1.." + std::to_string(kMaxK));
   if (p->rows < 1 || p->rows >= kMaxRows)
