@@ -59,6 +59,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFrontierShared", str(d.frontier_shared_capacity)},
       {"kFrontierGlobal", str(d.frontier_global_capacity)},
       {"kSortSlots", str(sort_slots)},
+      {"kSmallGroup", str(std::min({d.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))},
   };
 }
 

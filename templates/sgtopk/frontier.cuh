@@ -142,9 +142,12 @@ struct Verdict {
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row_stream.cuh for the two row kinds).
-template <int kThreads, int kIndexBits, bool kEndpointClassify, typename Store, typename Row, typename Output>
+template <int kThreads, int kIndexBits, bool kEndpointClassify, int kSmallGroup, typename Store, typename Row,
+          typename Output>
 struct Refinement {
   typedef DigitSchedule<kIndexBits> Schedule;
+  static_assert(kSmallGroup >= 0 && kSmallGroup <= kThreads && static_cast<u32>(kSmallGroup) <= Store::kCapacity,
+                "a small group is one candidate per thread, all stored");
 
   SelectionState& state;
   const Store& store;
@@ -402,12 +405,43 @@ struct Refinement {
     advance(take_group, d, 0);
   }
 
+  // A carried group of `group` <= kSmallGroup candidates (frontier slots
+  // [0, group), all stored) with `remaining` of them still to commit: each
+  // candidate counts the group's candidates whose rank key beats its own
+  // (all threads read the same slot at once: a shared-memory broadcast), and
+  // those beaten by fewer than `remaining` are committed. One step instead of
+  // one or more radix rounds, each about ten barriers and a 2048-bin scan.
+  // Returns false, doing nothing, when the group is larger. Block-uniform
+  // arguments; the caller's barrier ends it.
+  SGTOPK_DEVICE bool finish_small_group(u32 group, u32 remaining) {
+    if (group > static_cast<u32>(kSmallGroup)) return false;
+    if (threadIdx.x < group) {
+      float value;
+      u32 index;
+      store.load(threadIdx.x, &value, &index);
+      const u64 key = rank_key(value, index);
+      u32 beaten_by = 0u;
+      for (u32 j = 0; j < group; ++j) {
+        float other_value;
+        u32 other_index;
+        store.load(j, &other_value, &other_index);
+        beaten_by += rank_key(other_value, other_index) > key ? 1u : 0u;
+      }
+      const bool take = beaten_by < remaining;
+      const u32 slot = warp_append(take, &state.committed);
+      if (take) out.commit(slot, index, value);
+    }
+    return true;
+  }
+
   // Rounds 1.. until the rank is filled. Round 0 (or the sampled family's
   // certification) has run: the frontier holds the boundary group and the
   // histogram its digit of round 1.
   SGTOPK_DEVICE void refine() {
     const Schedule s = schedule();
     bool done = state.done != 0u;  // block-uniform: set before the caller's last barrier
+    // The caller's barrier published the first group and its rank.
+    if (!done) done = finish_small_group(state.frontier_count, state.remaining);
     for (int r = 1; r < s.rounds() && !done; ++r) {
       bool take_group;
       const u32 d = resolve(&take_group);
@@ -443,7 +477,9 @@ struct Refinement {
         });
       }
       advance(take_group, d, r);
-      done = take_group;
+      // advance's barrier made the carried group's size final and its
+      // candidates visible; resolve set the rank left in it.
+      done = take_group || finish_small_group(state.next_count, state.remaining);
     }
     __syncthreads();  // thread 0's last advance is visible to whatever reads the state next
   }
