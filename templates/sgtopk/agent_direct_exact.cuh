@@ -86,37 +86,37 @@ struct DirectExactAgent {
     const volatile u32& floor_bin = state.floor_bin;
     const volatile u32& floor_low_key = state.floor_low_key;
     const auto visit_chunk = [&](const auto& chunk) {
-          const u32 floor_now = floor_bin;
-          if (floor_now > kCoarseKeyMinNumber) {
-            // Mark, then key and count only the marked (few, once the floor
-            // has risen), one set bit at a time.
-            const float low = float_from_ordered_key(floor_low_key);
-            u32 above = 0u;
+      const u32 floor_now = floor_bin;
+      if (floor_now > kCoarseKeyMinNumber) {
+        // Mark, then key and count only the marked (few, once the floor
+        // has risen), one set bit at a time.
+        const float low = float_from_ordered_key(floor_low_key);
+        u32 above = 0u;
 #pragma unroll
-            for (int n = 0; n < chunk.kCount; ++n)
-              above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
-            if (__popc(above) > 4) {
-              // Crowded (a plateau at the floor, ReLU zeros): every marked
-              // score from its register, unrolled, rather than one re-read each.
+        for (int n = 0; n < chunk.kCount; ++n)
+          above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
+        if (__popc(above) > 4) {
+          // Crowded (a plateau at the floor, ReLU zeros): every marked
+          // score from its register, unrolled, rather than one re-read each.
 #pragma unroll
-              for (int n = 0; n < chunk.kCount; ++n)
-                if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
-            } else {
-              for (; above != 0u; above &= above - 1u)
-                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
-            }
-          } else {
+          for (int n = 0; n < chunk.kCount; ++n)
+            if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+        } else {
+          for (; above != 0u; above &= above - 1u)
+            count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+        }
+      } else {
 #pragma unroll
-            for (int n = 0; n < chunk.kCount; ++n) {
-              const u32 bin = coarse_key(chunk.score(n));
-              if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
-            }
-          }
-          // A different warp each chunk, so no warp falls behind the stream.
-          if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
-            raise_floor(state);
-          ++chunk_number;
-        };
+        for (int n = 0; n < chunk.kCount; ++n) {
+          const u32 bin = coarse_key(chunk.score(n));
+          if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+        }
+      }
+      // A different warp each chunk, so no warp falls behind the stream.
+      if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
+        raise_floor(state);
+      ++chunk_number;
+    };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
     // Backward, the boundary pass (forward) starts on the bytes this pass
     // read last, the likeliest still in L2; in the sampled family's recovery
