@@ -137,6 +137,12 @@ struct FrontierStore {
 struct Verdict {
   bool commit;  // above the boundary, or in a boundary group taken whole
   bool carry;   // in the boundary group, into the next round
+
+  // A digit against the boundary digit d: above commits, d commits when its
+  // group is taken whole and is carried otherwise, below is dropped.
+  static SGTOPK_DEVICE Verdict of_digit(u32 digit, u32 d, bool take_group) {
+    return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
+  }
 };
 
 // The row-level refinement loop, shared by every select family. `Output`
@@ -181,7 +187,7 @@ struct Refinement {
   // Classify one candidate of round r against digit d; carry into round r+1.
   SGTOPK_DEVICE void classify(const Schedule& s, float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
     if (digit < d) return;  // dropped
-    settle(s, Verdict{digit > d || take_group, digit == d && !take_group}, value, index, r);
+    settle(s, Verdict::of_digit(digit, d, take_group), value, index, r);
   }
 
   // Commits or carries one score as its verdict says.
@@ -282,7 +288,7 @@ struct Refinement {
 
   // Round 0 over a chunk: verdict_of(value) says what becomes of each score.
   template <typename Chunk, typename VerdictOf>
-  SGTOPK_DEVICE void classify_chunk(const Chunk& chunk, VerdictOf&& verdict_of) {
+  SGTOPK_DEVICE void classify_chunk(const Schedule& s, const Chunk& chunk, VerdictOf&& verdict_of) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 commits = 0u, carries = 0u;
 #pragma unroll
@@ -308,21 +314,20 @@ struct Refinement {
       const int n = __ffs(commits) - 1;
       out.commit(commit_slot++, chunk.index(n), chunk.score_at(n));
     }
-    if (carries == 0u) return;
-    const Schedule s = schedule();
     for (; carries != 0u; carries &= carries - 1u) {
       const int n = __ffs(carries) - 1;
       keep(s, carry_slot++, chunk.score_at(n), chunk.index(n), 0);
     }
   }
 
-  // Round 0 over the whole row.
+  // Round 0 over the whole row (the caller's barrier published the schedule).
   template <typename VerdictOf>
   SGTOPK_DEVICE void classify_row(VerdictOf&& verdict_of) {
-    row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, verdict_of); },
+    const Schedule s = schedule();
+    row.for_each_chunk([&](const auto& chunk) { classify_chunk(s, chunk, verdict_of); },
                        [&](int i, float value) {
                          const Verdict verdict = verdict_of(value);
-                         if (verdict.commit || verdict.carry) settle(schedule(), verdict, value, static_cast<u32>(i), 0);
+                         if (verdict.commit || verdict.carry) settle(s, verdict, value, static_cast<u32>(i), 0);
                        });
   }
 
@@ -397,10 +402,7 @@ struct Refinement {
         return Verdict{commit, !take_group && !commit && (bin_zero || value >= low)};
       });
     } else {
-      classify_row([=](float value) {
-        const u32 digit = coarse_key(value);
-        return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
-      });
+      classify_row([=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }
     advance(take_group, d, 0);
   }
