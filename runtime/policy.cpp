@@ -209,6 +209,10 @@ const std::vector<Section>& sections() {
                    "instead of computing coarse keys: two comparisons per score (bench/NOTES.md)"),
            boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
                    "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
+           integer("small_group", SGTOPK_MEMBER(direct.small_group), {0, 1024},
+                   "refinement (both families) finishes a carried group of at most this many candidates in\n"
+                   "one step, each counting the candidates that outrank it, instead of more radix rounds\n"
+                   "(0: radix rounds to the end; capped by the block's threads and the frontier capacity)"),
            boolean("histogram_backward", SGTOPK_MEMBER(direct.histogram_backward),
                    "the exact route's histogram pass walks the row from its end to its start, so the\n"
                    "classification pass (from the start) begins on the bytes still in L2: up to one\n"

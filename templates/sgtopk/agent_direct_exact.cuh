@@ -12,7 +12,7 @@
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
-//   kEndpointClassify, kHistogramBackward, kIndexBits,
+//   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats.
 #pragma once
 #include "sgtopk/frontier.cuh"
@@ -32,7 +32,8 @@ struct DirectExactAgent {
       StreamRow;
   // The refinement over either kind of row.
   template <typename Row>
-  using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Store, Row, Output>;
+  using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Config::kSmallGroup, Store,
+                            Row, Output>;
 
   // Dynamic shared memory: state, then the frontier (aliased by the sort buffer).
   static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;

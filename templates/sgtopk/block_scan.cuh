@@ -4,7 +4,15 @@
 
 namespace sgtopk {
 
-// Exclusive prefix sum over the block in thread order. `scratch` holds 33 words.
+// Words of scratch the scans below use: the block sum's 32 warp offsets and
+// its total, then three per rank (bin, above, count) for up to two ranks
+// (and one spare, an even count of words in SelectionState).
+constexpr int kScanWords = 33;
+constexpr int kRankScratchWords = kScanWords + 3 * 2 + 1;
+
+// Exclusive prefix sum over the block in thread order, in scratch[0, kScanWords).
+// Ends without a barrier: the caller's next barrier, which every thread
+// reaches after its reads here, makes that scratch reusable.
 template <int kThreads>
 SGTOPK_DEVICE u32 block_exclusive_sum(u32 value, u32* scratch, u32* block_total) {
   constexpr int kWarps = kThreads / 32;
@@ -31,14 +39,14 @@ SGTOPK_DEVICE u32 block_exclusive_sum(u32 value, u32* scratch, u32* block_total)
   __syncthreads();
   u32 result = scratch[warp] + inclusive - value;
   *block_total = scratch[32];
-  __syncthreads();  // scratch is reusable on return
   return result;
 }
 
 // Where rank `rank` (1-based, counted from the top) falls in a histogram.
 struct RankBin {
   u32 bin;    // the bin holding the element of that rank
-  u32 above;  // elements in bins above it (above < rank <= above + count[bin])
+  u32 above;  // elements in bins above it (above < rank <= above + count)
+  u32 count;  // elements in the bin
   u32 total;  // every count of the histogram; bin and above are meaningful only when rank <= total
 };
 
@@ -47,11 +55,14 @@ struct RankBin {
 // cannot get there, its rank never exceeds its group).
 // Thread t owns kBins/kThreads consecutive bins counted from the top, so a
 // block prefix sum in thread order is a suffix sum over bins. Several ranks
-// share one scan (the sampled proposal's q0 and q1).
+// share one scan (the sampled proposal's q0 and q1). Three barriers: the
+// bins are read before the first, so the caller may change them on return;
+// the answers lie past the scan's words, so the next call's scan cannot
+// overwrite them before every thread has read them.
 template <int kThreads, int kBins, int kRanks>
 SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u32* scratch, RankBin (&found)[kRanks]) {
   static_assert(kBins % kThreads == 0 || kThreads % kBins == 0, "bins and threads must nest");
-  static_assert(2 * kRanks <= 33, "scratch holds two words per rank");
+  static_assert(kScanWords + 3 * kRanks <= kRankScratchWords, "scratch holds three words per rank");
   constexpr int kPerThread = kBins >= kThreads ? kBins / kThreads : 1;
   const int first = kBins - (static_cast<int>(threadIdx.x) + 1) * kPerThread;  // lowest bin owned
   u32 counts[kPerThread];
@@ -63,6 +74,7 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
   }
   u32 total;
   const u32 owned_above = block_exclusive_sum<kThreads>(owned, scratch, &total);
+  u32* answers = scratch + kScanWords;
 #pragma unroll
   for (int q = 0; q < kRanks; ++q) {
     const u32 rank = ranks[q];
@@ -71,8 +83,9 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
 #pragma unroll
       for (int j = kPerThread - 1; j >= 0; --j) {
         if (above < rank && rank <= above + counts[j]) {
-          scratch[2 * q] = static_cast<u32>(first + j);
-          scratch[2 * q + 1] = above;
+          answers[3 * q] = static_cast<u32>(first + j);
+          answers[3 * q + 1] = above;
+          answers[3 * q + 2] = counts[j];
         }
         above += counts[j];
       }
@@ -80,8 +93,7 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
   }
   __syncthreads();
 #pragma unroll
-  for (int q = 0; q < kRanks; ++q) found[q] = RankBin{scratch[2 * q], scratch[2 * q + 1], total};
-  __syncthreads();
+  for (int q = 0; q < kRanks; ++q) found[q] = RankBin{answers[3 * q], answers[3 * q + 1], answers[3 * q + 2], total};
 }
 
 template <int kThreads, int kBins>

@@ -61,7 +61,7 @@ struct DigitSchedule {
 // Shared state of one row's selection. Lives at the start of dynamic shared memory.
 struct SelectionState {
   u32 histogram[kCoarseBins];
-  u32 scratch[36];
+  u32 scratch[kRankScratchWords];
   u32 committed;        // output slots filled
   u32 frontier_count;   // candidates of the current group (may exceed capacity)
   u32 next_count;       // candidates carried into the next round
@@ -137,14 +137,23 @@ struct FrontierStore {
 struct Verdict {
   bool commit;  // above the boundary, or in a boundary group taken whole
   bool carry;   // in the boundary group, into the next round
+
+  // A digit against the boundary digit d: above commits, d commits when its
+  // group is taken whole and is carried otherwise, below is dropped.
+  static SGTOPK_DEVICE Verdict of_digit(u32 digit, u32 d, bool take_group) {
+    return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
+  }
 };
 
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row_stream.cuh for the two row kinds).
-template <int kThreads, int kIndexBits, bool kEndpointClassify, typename Store, typename Row, typename Output>
+template <int kThreads, int kIndexBits, bool kEndpointClassify, int kSmallGroup, typename Store, typename Row,
+          typename Output>
 struct Refinement {
   typedef DigitSchedule<kIndexBits> Schedule;
+  static_assert(kSmallGroup >= 0 && kSmallGroup <= kThreads && static_cast<u32>(kSmallGroup) <= Store::kCapacity,
+                "a small group is one candidate per thread, all stored");
 
   SelectionState& state;
   const Store& store;
@@ -178,7 +187,7 @@ struct Refinement {
   // Classify one candidate of round r against digit d; carry into round r+1.
   SGTOPK_DEVICE void classify(const Schedule& s, float value, u32 index, u32 digit, u32 d, bool take_group, int r) {
     if (digit < d) return;  // dropped
-    settle(s, Verdict{digit > d || take_group, digit == d && !take_group}, value, index, r);
+    settle(s, Verdict::of_digit(digit, d, take_group), value, index, r);
   }
 
   // Commits or carries one score as its verdict says.
@@ -279,7 +288,7 @@ struct Refinement {
 
   // Round 0 over a chunk: verdict_of(value) says what becomes of each score.
   template <typename Chunk, typename VerdictOf>
-  SGTOPK_DEVICE void classify_chunk(const Chunk& chunk, VerdictOf&& verdict_of) {
+  SGTOPK_DEVICE void classify_chunk(const Schedule& s, const Chunk& chunk, VerdictOf&& verdict_of) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 commits = 0u, carries = 0u;
 #pragma unroll
@@ -305,41 +314,44 @@ struct Refinement {
       const int n = __ffs(commits) - 1;
       out.commit(commit_slot++, chunk.index(n), chunk.score_at(n));
     }
-    if (carries == 0u) return;
-    const Schedule s = schedule();
     for (; carries != 0u; carries &= carries - 1u) {
       const int n = __ffs(carries) - 1;
       keep(s, carry_slot++, chunk.score_at(n), chunk.index(n), 0);
     }
   }
 
-  // Round 0 over the whole row.
+  // Round 0 over the whole row (the caller's barrier published the schedule).
   template <typename VerdictOf>
   SGTOPK_DEVICE void classify_row(VerdictOf&& verdict_of) {
-    row.for_each_chunk([&](const auto& chunk) { classify_chunk(chunk, verdict_of); },
+    const Schedule s = schedule();
+    row.for_each_chunk([&](const auto& chunk) { classify_chunk(s, chunk, verdict_of); },
                        [&](int i, float value) {
                          const Verdict verdict = verdict_of(value);
-                         if (verdict.commit || verdict.carry) settle(schedule(), verdict, value, static_cast<u32>(i), 0);
+                         if (verdict.commit || verdict.carry) settle(s, verdict, value, static_cast<u32>(i), 0);
                        });
   }
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
   // Returns the boundary digit; sets take_group when the whole group fits.
   SGTOPK_DEVICE u32 resolve(bool* take_group) {
-    const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, state.remaining, state.scratch);
-    const u32 group = state.histogram[found.bin];
-    *take_group = found.above + group == state.remaining;
-    __syncthreads();
+    const u32 rank = state.remaining;
+    const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, rank, state.scratch);
+    *take_group = found.above + found.count == rank;
+    // Every thread read the histogram and `remaining` before find_rank_bin's
+    // barriers, so both may change without another.
     clear_words<kThreads>(state.histogram, kCoarseBins);
     if (threadIdx.x == 0) {
-      state.remaining -= found.above;
+      state.remaining = rank - found.above;
       state.next_count = 0u;
     }
     __syncthreads();
     return found.bin;
   }
 
-  // After round r classified: the carried group becomes the frontier.
+  // After round r classified: the carried group becomes the frontier. Only
+  // round 0 ends with a barrier (its callers read what thread 0 wrote);
+  // refinement rounds read it after the next resolve's barriers, and refine()
+  // keeps `done` in a register and ends with a barrier of its own.
   SGTOPK_DEVICE void advance(bool take_group, u32 d, int r) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -356,7 +368,7 @@ struct Refinement {
         state.prefix = (state.prefix << gap) | constant_ones | d;
       }
     }
-    __syncthreads();
+    if (r == 0) __syncthreads();
   }
 
   // Round 0 over the whole row: the coarse histogram is in state.histogram.
@@ -390,12 +402,38 @@ struct Refinement {
         return Verdict{commit, !take_group && !commit && (bin_zero || value >= low)};
       });
     } else {
-      classify_row([=](float value) {
-        const u32 digit = coarse_key(value);
-        return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
-      });
+      classify_row([=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }
     advance(take_group, d, 0);
+  }
+
+  // A carried group of `group` <= kSmallGroup candidates (frontier slots
+  // [0, group), all stored) with `remaining` of them still to commit: each
+  // candidate counts the group's candidates whose rank key beats its own
+  // (all threads read the same slot at once: a shared-memory broadcast), and
+  // those beaten by fewer than `remaining` are committed. One step instead of
+  // one or more radix rounds, each about ten barriers and a 2048-bin scan.
+  // Returns false, doing nothing, when the group is larger. Block-uniform
+  // arguments; the caller's barrier ends it.
+  SGTOPK_DEVICE bool finish_small_group(u32 group, u32 remaining) {
+    if (group > static_cast<u32>(kSmallGroup)) return false;
+    if (threadIdx.x < group) {
+      float value;
+      u32 index;
+      store.load(threadIdx.x, &value, &index);
+      const u64 key = rank_key(value, index);
+      u32 beaten_by = 0u;
+      for (u32 j = 0; j < group; ++j) {
+        float other_value;
+        u32 other_index;
+        store.load(j, &other_value, &other_index);
+        beaten_by += rank_key(other_value, other_index) > key ? 1u : 0u;
+      }
+      const bool take = beaten_by < remaining;
+      const u32 slot = warp_append(take, &state.committed);
+      if (take) out.commit(slot, index, value);
+    }
+    return true;
   }
 
   // Rounds 1.. until the rank is filled. Round 0 (or the sampled family's
@@ -403,7 +441,10 @@ struct Refinement {
   // histogram its digit of round 1.
   SGTOPK_DEVICE void refine() {
     const Schedule s = schedule();
-    for (int r = 1; r < s.rounds() && !state.done; ++r) {
+    bool done = state.done != 0u;  // block-uniform: set before the caller's last barrier
+    // The caller's barrier published the first group and its rank.
+    if (!done) done = finish_small_group(state.frontier_count, state.remaining);
+    for (int r = 1; r < s.rounds() && !done; ++r) {
       bool take_group;
       const u32 d = resolve(&take_group);
       const u32 count = state.frontier_count;
@@ -438,7 +479,11 @@ struct Refinement {
         });
       }
       advance(take_group, d, r);
+      // advance's barrier made the carried group's size final and its
+      // candidates visible; resolve set the rank left in it.
+      done = take_group || finish_small_group(state.next_count, state.remaining);
     }
+    __syncthreads();  // thread 0's last advance is visible to whatever reads the state next
   }
 };
 

@@ -170,6 +170,7 @@ Policy policy_for(const Variant& v) {
     policy.direct.endpoint_classification = false;  // the default is on: coarse keys are the opt-out
     policy.direct.aggregate_histogram = true;
     policy.direct.prefetch_l2_chunks = 2;
+    policy.direct.small_group = 0;
   }
   validate_policy(policy, "<jit test policy>");
   return policy;
@@ -451,6 +452,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
   EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "false" : "true");
   EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
+  EXPECT_EQ(plan.constant("kSmallGroup"), v.opt_in ? "0" : "64");
   EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 
   const GeneratedSource src = generate_source(plan);

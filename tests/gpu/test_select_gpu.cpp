@@ -379,6 +379,19 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nendpoint_classification = false\n";
     out.push_back(c);
   }
+  {  // Radix rounds to the end (the default finishes groups of 64 or fewer by
+    // counting ranks); ties resolved by the index rounds.
+    Case c;
+    c.name = "radix_to_the_end";
+    c.k = 1000;
+    c.rows = 90;
+    c.width = 150001;
+    c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
+    c.families = {RowFamily::kBoundaryTies, RowFamily::kAllEqual, RowFamily::kSharedHigh21Bits, RowFamily::kUniform,
+                  RowFamily::kIndexerLike, RowFamily::kTwoValues};
+    c.policy = "[select.direct]\nsmall_group = 0\n";
+    out.push_back(c);
+  }
   return out;
 }
 

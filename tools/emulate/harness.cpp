@@ -20,6 +20,9 @@ using namespace sgtopk;
 #ifndef REG_ITEMS
 #define REG_ITEMS 0
 #endif
+#ifndef SMALL_GROUP
+#define SMALL_GROUP 64
+#endif
 #ifndef FSHARED
 #define FSHARED 512
 #endif
@@ -90,6 +93,8 @@ struct Config {
   static constexpr int kFrontierShared = FSHARED;
   static constexpr int kFrontierGlobal = FGLOBAL;
   static constexpr int kSortSlots = SORTED ? sort_slots() : 1;
+  static constexpr int kSmallGroup = SMALL_GROUP < THREADS ? (SMALL_GROUP < FSHARED + FGLOBAL ? SMALL_GROUP : FSHARED + FGLOBAL)
+                                                           : (THREADS < FSHARED + FGLOBAL ? THREADS : FSHARED + FGLOBAL);
   static constexpr int kViewGather = 3;
   static constexpr int kViewBlock = VIEW_BLOCK;
   static constexpr int kStrideWide = STRIDE;
