@@ -21,8 +21,8 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
-// (histogram, scratch, 16 four-byte fields, the u64 prefix)
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 40u * 4u + 16u * 4u + 8u + 15u) / 16u * 16u;
+// (histogram, scratch, 18 four-byte fields, the u64 prefix)
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 40u * 4u + 18u * 4u + 8u + 15u) / 16u * 16u;
 // __launch_bounds__ hint: the workers that fit an SM's 2048 threads.
 unsigned occupancy_hint(int threads, int workers_per_sm) {
   return static_cast<unsigned>(std::max(1, std::min(workers_per_sm, 2048 / threads)));
@@ -162,6 +162,7 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
       {"kQ1Wide", rank(sp.secondary_margin, wide)},
       {"kQ0Narrow", rank(sp.primary_margin, narrow)},
       {"kQ1Narrow", rank(sp.secondary_margin, narrow)},
+      {"kFineProposal", sp.fine_proposal ? "true" : "false"},
   });
   // The row counters (kRowClaimsBytes in common.cuh), then the slices.
   plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, plan.grid);

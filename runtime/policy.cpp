@@ -250,6 +250,11 @@ const std::vector<Section>& sections() {
                    "0: off; else view_block halves (at plan time, from K) until the primary sample rank q0\n"
                    "spans at least this many blocks: neighbours in a block are correlated, so small K\n"
                    "needs smaller blocks (K = 256 with blocks of 16: 14% of indexer rows recovered exactly)"),
+           boolean("fine_proposal", SGTOPK_MEMBER(sampled.fine_proposal),
+                   "each boundary rises from its coarse bin's lowest number to that of the 1/1024th of the\n"
+                   "bin holding its sample rank (a second look at the view): fewer candidates where a coarse\n"
+                   "bin is wide (1M uniform rows: 16.6 K -> about 3 K). Departs from ALGORITHM.md's proposal\n"
+                   "by coarse bins; not yet measured on a GPU"),
        }},
       {"select.split",
        "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "runtime/reference.h"
 
@@ -23,10 +26,43 @@ uint32_t proposal_bin(const std::array<int64_t, kCoarseBins>& histogram, int64_t
   return kCoarseKeyMinNumber;
 }
 
-int64_t count_at_or_above(const float* row, int64_t len, uint32_t bin) {
+int64_t count_at_or_above(const float* row, int64_t len, float low) {
   int64_t count = 0;
-  for (int64_t i = 0; i < len; ++i) count += coarse_key(row[i]) >= bin ? 1 : 0;
+  for (int64_t i = 0; i < len; ++i) count += row[i] >= low ? 1 : 0;  // never NaN
   return count;
+}
+
+// A coarse bin cut into at most 1024 equal spans of ordered keys, as
+// keys.cuh's SubBins: `low` is the bin's lowest number, `high` the lowest
+// number above it (NaN when none).
+struct SubBins {
+  uint32_t low_key;
+  int shift;
+
+  static SubBins of(float low, float high) {
+    const uint32_t low_key = ordered_key(low);
+    const uint32_t end = std::isnan(high) ? ordered_key(std::numeric_limits<float>::infinity()) + 1u : ordered_key(high);
+    const uint32_t largest = end - low_key - 1u;
+    const int bits = 32 - std::countl_zero(largest);
+    return SubBins{low_key, std::max(0, bits - 10)};
+  }
+  uint32_t digit(float x) const { return (ordered_key(x) - low_key) >> shift; }
+  float endpoint(uint32_t d) const { return float_from_ordered_key(low_key + (d << shift)); }
+};
+
+// Step 1a of decide_sampled_route: the lowest number of the span of `bin`
+// holding the `rank_in_bin`-th largest of the view's samples in that bin.
+float fine_endpoint(const std::vector<float>& view, uint32_t bin, int64_t rank_in_bin) {
+  const SubBins sub = SubBins::of(coarse_bin_lower_endpoint(bin), coarse_bin_lower_endpoint(bin + 1));
+  std::array<int64_t, 1024> digits{};
+  for (float x : view)
+    if (coarse_key(x) == bin) ++digits[sub.digit(x)];
+  int64_t cumulative = 0;
+  for (uint32_t d = 1024; d-- > 0;) {
+    cumulative += digits[d];
+    if (cumulative >= rank_in_bin) return sub.endpoint(d);
+  }
+  return coarse_bin_lower_endpoint(bin);  // not reached: the bin holds the rank
 }
 
 }  // namespace
@@ -110,19 +146,36 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
   }
 
   // Phase 1, proposal: one histogram over the view, one scan for both ranks.
+  std::vector<float> view(static_cast<size_t>(d.view_size));
   std::array<int64_t, kCoarseBins> histogram{};
-  for (int64_t j = 0; j < d.view_size; ++j) ++histogram[coarse_key(row[view_position(j, d.phase, d.stride, d.block)])];
+  for (int64_t j = 0; j < d.view_size; ++j) {
+    view[static_cast<size_t>(j)] = row[view_position(j, d.phase, d.stride, d.block)];
+    ++histogram[coarse_key(view[static_cast<size_t>(j)])];
+  }
   d.primary_bin = proposal_bin(histogram, d.q0);
   d.secondary_bin = proposal_bin(histogram, d.q1);
+  d.primary_low = coarse_bin_lower_endpoint(d.primary_bin);
+  d.secondary_low = coarse_bin_lower_endpoint(d.secondary_bin);
+  if (policy.fine_proposal) {
+    int64_t numbers = 0;  // NaN samples (bin 0) never reach a rank
+    for (uint32_t bin = kCoarseKeyMinNumber; bin < kCoarseBins; ++bin) numbers += histogram[bin];
+    const auto above = [&](uint32_t bin) {
+      int64_t count = 0;
+      for (uint32_t b = bin + 1; b < kCoarseBins; ++b) count += histogram[b];
+      return count;
+    };
+    if (numbers >= d.q0) d.primary_low = fine_endpoint(view, d.primary_bin, d.q0 - above(d.primary_bin));
+    if (numbers >= d.q1) d.secondary_low = fine_endpoint(view, d.secondary_bin, d.q1 - above(d.secondary_bin));
+  }
 
-  // Phase 2, certification: a full pass admitting every x in tau0 or above.
-  d.primary_admitted = count_at_or_above(row, len, d.primary_bin);
+  // Phase 2, certification: a full pass admitting every x at or above primary_low.
+  d.primary_admitted = count_at_or_above(row, len, d.primary_low);
   if (d.primary_admitted >= k) {
     d.route = SampledDecision::kPrimary;
     return d;
   }
   // Phase 3, band (underfill only): add [tau1, tau0); the count is the whole candidate set.
-  d.band_admitted = count_at_or_above(row, len, d.secondary_bin);
+  d.band_admitted = count_at_or_above(row, len, d.secondary_low);
   d.route = d.band_admitted >= k ? SampledDecision::kBand : SampledDecision::kExact;
   return d;
 }

@@ -77,8 +77,11 @@ struct SampledDecision {
   int64_t view_size = 0;       // #{j : view_position(j) < len}
   uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)
   uint32_t secondary_bin = 0;  // tau1 <= tau0 (likewise)
-  int64_t primary_admitted = 0;  // #{x in row : coarse_key(x) >= tau0} (computed unless kShort / kNoView)
-  int64_t band_admitted = 0;     // #{x in row : coarse_key(x) >= tau1}: the whole candidate set after the
+  // The certification and band thresholds: coarse_bin_lower_endpoint(tau0 /
+  // tau1), or with policy.fine_proposal the fine endpoints (step 1a below).
+  float primary_low = 0.0f, secondary_low = 0.0f;
+  int64_t primary_admitted = 0;  // #{x in row : x >= primary_low} (computed unless kShort / kNoView)
+  int64_t band_admitted = 0;     // #{x in row : x >= secondary_low}: the whole candidate set after the
                                  // band pass, primary included (computed for kBand and kExact only)
   // The candidates handed to refinement: primary_admitted (kPrimary),
   // band_admitted (kBand), else 0.
@@ -95,9 +98,17 @@ const char* route_name(SampledDecision::Route route);
 //     the top bin down, tau0 is the first (highest) bin at which the
 //     cumulative sample count reaches q0, tau1 likewise for q1 (so
 //     tau1 <= tau0). A view with fewer than q1 samples is kNoView.
-//  2. Certification: primary_admitted = #{x : coarse_key(x) >= tau0};
-//     >= k -> kPrimary.
-//  3. Band: band_admitted = #{x : coarse_key(x) >= tau1}; >= k -> kBand.
+//     primary_low = coarse_bin_lower_endpoint(tau0), secondary_low likewise.
+//  1a. Fine proposal (policy.fine_proposal), for each boundary whose rank
+//     the view's numbers reach: its bin's ordered keys [key(low), key(high))
+//     are cut into spans of 2^shift keys, shift = max(0, bits(largest
+//     offset) - 10) (at most 1024 spans); the boundary's rank within its bin
+//     (q - samples in bins above) falls in one span, scanning from the top,
+//     and the threshold becomes that span's lowest number. It stays at or
+//     below the q-th sample, so lemma 4.1 applies as before.
+//  2. Certification: primary_admitted = #{x : x >= primary_low}
+//     (= #{x : coarse_key(x) >= tau0} without 1a); >= k -> kPrimary.
+//  3. Band: band_admitted = #{x : x >= secondary_low}; >= k -> kBand.
 //  4. Otherwise kExact.
 // NaN (coarse bin 0) is never admitted: the certification pass compares
 // x >= coarse_bin_lower_endpoint(tau), which is false for NaN. So a scan that

@@ -19,7 +19,7 @@
 //
 // Config adds to the direct-exact constants: kViewGather, kViewBlock, kStrideWide, kStrideNarrow,
 // kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
-// computed on the host), kRouteStats.
+// computed on the host), kFineProposal, kRouteStats.
 #pragma once
 #include "sgtopk/agent_direct_exact.cuh"
 
@@ -67,9 +67,74 @@ struct SampledAgent {
 
   // The proposal's two boundaries as inclusive FP32 endpoints.
   struct Proposal {
-    float primary_low;    // endpoint(tau0)
-    float secondary_low;  // endpoint(tau1) <= primary_low
+    float primary_low;    // endpoint(tau0), or higher with the fine proposal
+    float secondary_low;  // endpoint(tau1) <= primary_low, likewise
   };
+
+  // A row's view: `count` samples from `phase` on (view_position).
+  struct View {
+    const float* scores;
+    int count, phase, stride;
+
+    // visit(sample) for every sample, kViewGather independent gathers in
+    // flight per thread before the first is visited (consecutive threads
+    // take consecutive samples: a block's neighbours share their sectors).
+    template <typename Visit>
+    SGTOPK_DEVICE void for_each(Visit&& visit) const {
+      constexpr int kGather = Config::kViewGather;
+      for (int base = 0; base < count; base += Config::kThreads * kGather) {
+        float sample[kGather];
+#pragma unroll
+        for (int u = 0; u < kGather; ++u) {
+          const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
+          sample[u] = j < count ? __ldg(scores + view_position<Config::kViewBlock>(j, phase, stride))
+                                : __int_as_float(0x7fc00000);
+        }
+#pragma unroll
+        for (int u = 0; u < kGather; ++u) visit(sample[u]);
+      }
+    }
+  };
+
+  // The fine proposal (policy select.sampled.fine_proposal): each boundary
+  // rises from its coarse bin's lowest number to the lowest number of the
+  // 1/1024th of the bin (SubBins) that holds its sample rank, found by a
+  // second look at the view that histograms only the two boundary bins'
+  // samples: tau0's digits in the upper half of the histogram, tau1's in the
+  // lower, so one scan finds both. The endpoints stay at or below the q-th
+  // sample, and certification still counts what it admits (lemma 4.1 holds
+  // for any threshold), so only the work changes: about primary_margin x K
+  // candidates instead of a whole coarse bin's (16 K on 1M uniform rows).
+  // A boundary that fell back to -inf's bin keeps it. Ends with a barrier.
+  static SGTOPK_DEVICE void sharpen(SelectionState& state, const View& view, const RankBin (&found)[2],
+                                    const u32 (&ranks)[2], u32 tau0, u32 tau1) {
+    constexpr u32 kHalf = kCoarseBins / 2;
+    static_assert(kHalf == (1u << SubBins::kDigitBits), "two digit histograms fill the coarse one");
+    const bool sharpen0 = found[0].total >= ranks[0], sharpen1 = found[1].total >= ranks[1];  // block-uniform
+    if (!sharpen0) return;  // then neither: ranks[1] >= ranks[0]
+    const u32 in_tau0 = state.histogram[tau0];
+    __syncthreads();  // every thread has read it
+    clear_words<Config::kThreads>(state.histogram, kCoarseBins);
+    coarse_bin_lower_endpoints(tau0 + 1u, tau1 + 1u, state.proposal_primary_high, state.proposal_secondary_high);
+    __syncthreads();
+    const SubBins sub0 = SubBins::of(state.proposal_primary_low, state.proposal_primary_high);
+    const SubBins sub1 = SubBins::of(state.proposal_secondary_low, state.proposal_secondary_high);
+    view.for_each([&](float sample) {
+      const u32 bin = coarse_key(sample);
+      if (bin == tau0) atomicAdd(&state.histogram[kHalf + sub0.digit(sample)], 1u);
+      if (sharpen1 && bin == tau1) atomicAdd(&state.histogram[sub1.digit(sample)], 1u);
+    });
+    __syncthreads();
+    // Ranks within the boundary bins; tau1's digits lie below all of tau0's.
+    const u32 digit_ranks[2] = {ranks[0] - found[0].above, in_tau0 + ranks[1] - found[1].above};
+    RankBin digit[2];
+    find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, digit_ranks, state.scratch, digit);
+    if (threadIdx.x == 0) {
+      state.proposal_primary_low = sub0.endpoint(digit[0].bin - kHalf);
+      if (sharpen1) state.proposal_secondary_low = sub1.endpoint(digit[1].bin);
+    }
+    __syncthreads();
+  }
 
   // Phase 1. Returns false when the view is too small to propose anything.
   static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
@@ -85,24 +150,13 @@ struct SampledAgent {
 
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
     __syncthreads();
-    // kViewGather independent gathers in flight per thread before the first
-    // is counted (consecutive threads take consecutive samples: a block's
-    // neighbours share their sectors). NaN samples (bin 0) are not counted, so a rank reached only
-    // through NaN falls back to -inf's bin (NaN is never admitted).
-    constexpr int kGather = Config::kViewGather;
-    for (int base = 0; base < view; base += Config::kThreads * kGather) {
-      float sample[kGather];
-#pragma unroll
-      for (int u = 0; u < kGather; ++u) {
-        const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
-        sample[u] = j < view ? __ldg(scores + view_position<kBlock>(j, phase, stride)) : __int_as_float(0x7fc00000);
-      }
-#pragma unroll
-      for (int u = 0; u < kGather; ++u) {
-        const u32 bin = coarse_key(sample[u]);
-        if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
-      }
-    }
+    // NaN samples (bin 0) are not counted, so a rank reached only through
+    // NaN falls back to -inf's bin (NaN is never admitted).
+    const View view_of_row{scores, view, phase, stride};
+    view_of_row.for_each([&](float sample) {
+      const u32 bin = coarse_key(sample);
+      if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
+    });
     __syncthreads();
     const u32 ranks[2] = {q0, q1};
     RankBin found[2];  // primary, secondary
@@ -111,6 +165,7 @@ struct SampledAgent {
     const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
     coarse_bin_lower_endpoints(tau0, tau1, state.proposal_primary_low, state.proposal_secondary_low);
     __syncthreads();
+    if constexpr (Config::kFineProposal) sharpen(state, view_of_row, found, ranks, tau0, tau1);
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;
     return true;

@@ -74,6 +74,8 @@ struct SelectionState {
   float boundary_high;  // lowest number above the boundary bin, NaN when none
   float proposal_primary_low;    // sampled proposal: endpoint(tau0)
   float proposal_secondary_low;  // sampled proposal: endpoint(tau1) <= endpoint(tau0)
+  float proposal_primary_high;    // fine proposal: the lowest number above tau0's bin (NaN when none)
+  float proposal_secondary_high;  // fine proposal: the same for tau1
   float admit_low;      // sampled routes: the candidates are exactly the x >= admit_low
   u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
   u32 known_key_bits;   // high ordered-key bits the round-1 candidates share (DigitSchedule)

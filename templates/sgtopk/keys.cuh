@@ -84,6 +84,25 @@ SGTOPK_DEVICE void coarse_bin_lower_endpoints(u32 bin0, u32 bin1, float& endpoin
   }
 }
 
+// A coarse bin cut into at most 1024 equal spans of ordered keys (the fine
+// proposal's digits): `low` is the bin's lowest number, `high` the lowest
+// number above it (NaN when none). The host reference has the same type.
+struct SubBins {
+  static constexpr int kDigitBits = 10;
+  u32 low_key;
+  int shift;
+
+  SGTOPK_DEVICE static SubBins of(float low, float high) {
+    const u32 low_key = ordered_key(low);
+    const u32 end = high == high ? ordered_key(high) : ordered_key(__int_as_float(0x7f800000)) + 1u;  // past the bin
+    const int bits = 32 - __clz(end - low_key - 1u);  // of the largest offset in the bin
+    return SubBins{low_key, max_of(0, bits - kDigitBits)};
+  }
+  SGTOPK_DEVICE u32 digit(float x) const { return (ordered_key(x) - low_key) >> shift; }
+  // The lowest number of digit d's span.
+  SGTOPK_DEVICE float endpoint(u32 d) const { return float_from_ordered_key(low_key + (d << shift)); }
+};
+
 // A candidate's total order key: value first (ordered_key), then lower index
 // first. Unique per row, so refinement over it always ends with one element
 // per digit group and the tie rule falls out of the same radix rounds.

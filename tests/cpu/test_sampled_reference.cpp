@@ -411,6 +411,82 @@ TEST(SampledReference, CertifiedAdmittedSetContainsTheTopK) {
   EXPECT_GT(certified, 40);  // the lemma was exercised, not skipped
 }
 
+// The fine proposal: thresholds from 1/1024ths of the boundary bins. Against
+// the coarse proposal on the same rows: never lower than the coarse bin's
+// endpoint, never above the q-th largest sample (so the rank it was proposed
+// for still lies at or above it), never fewer admitted than that rank's share
+// of the view implies for a certified row, and a certified set still holds
+// the whole top-k.
+TEST(SampledReference, FineProposalStaysBetweenTheBinAndTheSample) {
+  SGTOPK_SEEDED_RNG(rng, "fine");
+  int certified = 0, sharper = 0;
+  for (RowFamily f : sgtopk::testing::all_row_families()) {
+    SCOPED_TRACE(sgtopk::testing::family_name(f));
+    for (const int64_t len : {int64_t{30000}, int64_t{140000}}) {
+      const int k = 512;
+      const auto row = sgtopk::testing::make_row(f, len, k, rng);
+      const uint64_t id = rng() % 100000;
+      SelectSampledPolicy coarse_policy;  // the default blocked view
+      SelectSampledPolicy fine_policy = coarse_policy;
+      fine_policy.fine_proposal = true;
+      const auto coarse = decide_sampled_route(row.data(), len, k, id, coarse_policy);
+      const auto fine = decide_sampled_route(row.data(), len, k, id, fine_policy);
+      if (coarse.route == SampledDecision::kNoView) {
+        EXPECT_EQ(fine.route, SampledDecision::kNoView);
+        continue;
+      }
+      // The same view and bins; only the thresholds move up.
+      ASSERT_EQ(fine.primary_bin, coarse.primary_bin);
+      ASSERT_EQ(fine.secondary_bin, coarse.secondary_bin);
+      EXPECT_GE(fine.primary_low, coarse.primary_low);
+      EXPECT_GE(fine.secondary_low, coarse.secondary_low);
+      EXPECT_LE(fine.secondary_low, fine.primary_low);
+      EXPECT_LE(fine.primary_admitted, coarse.primary_admitted);
+      // At or below the q-th largest number of the view.
+      std::vector<float> view;
+      for (int64_t j = 0; j < fine.view_size; ++j) {
+        const float x = row[static_cast<size_t>(view_position(j, fine.phase, fine.stride, fine.block))];
+        if (!std::isnan(x)) view.push_back(x);
+      }
+      std::sort(view.begin(), view.end(), std::greater<float>());
+      if (static_cast<int64_t>(view.size()) >= fine.q0) {
+        EXPECT_LE(fine.primary_low, view[static_cast<size_t>(fine.q0 - 1)]);
+        const float above_bin = coarse_bin_lower_endpoint(fine.primary_bin + 1);  // NaN when none
+        if (!std::isnan(above_bin)) EXPECT_LT(fine.primary_low, above_bin);  // still inside tau0's bin
+      }
+      if (static_cast<int64_t>(view.size()) >= fine.q1) {
+        EXPECT_LE(fine.secondary_low, view[static_cast<size_t>(fine.q1 - 1)]);
+      }
+      sharper += fine.primary_admitted < coarse.primary_admitted ? 1 : 0;
+      // Exactness does not depend on the thresholds: a certified set holds the top-k.
+      if (fine.route != SampledDecision::kPrimary && fine.route != SampledDecision::kBand) continue;
+      ++certified;
+      const float low = fine.route == SampledDecision::kPrimary ? fine.primary_low : fine.secondary_low;
+      for (int32_t i : select_row(row.data(), len, k))
+        ASSERT_GE(row[static_cast<size_t>(i)], low) << "top-k index " << i << " is not admitted";
+    }
+  }
+  EXPECT_GT(certified, 10);
+  EXPECT_GT(sharper, 5);  // the fine proposal admitted fewer somewhere
+}
+
+// On uniform rows a coarse bin near the top holds N/64 scores: the fine
+// proposal admits a few times K instead (bench/route_sim.py, field `fine`).
+TEST(SampledReference, FineProposalShrinksWideCoarseBins) {
+  SGTOPK_SEEDED_RNG(rng, "fine-uniform");
+  const int k = 2048;
+  const int64_t len = 1 << 20;
+  const auto row = sgtopk::testing::make_row(RowFamily::kUniform, len, k, rng);
+  SelectSampledPolicy policy;
+  const auto coarse = decide_sampled_route(row.data(), len, k, 3, policy);
+  policy.fine_proposal = true;
+  const auto fine = decide_sampled_route(row.data(), len, k, 3, policy);
+  ASSERT_EQ(fine.route, SampledDecision::kPrimary);
+  EXPECT_GE(fine.primary_admitted, k);
+  EXPECT_LT(fine.primary_admitted, 3 * k) << "coarse admitted " << coarse.primary_admitted;
+  EXPECT_GT(coarse.primary_admitted, 4 * k);
+}
+
 // ------------------------------------------------------- row families ----
 
 TEST(RowFamilies, NamesRoundTrip) {

@@ -538,6 +538,35 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
+  // The fine proposal: thresholds inside the boundary bins. Its route counts
+  // must match the reference's, which computes the same fine endpoints.
+  {
+    Case c;
+    c.name = "sampled_fine_proposal";
+    c.k = 2048;
+    c.rows = 300;
+    c.width = 262144;
+    c.families = defeaters;
+    c.families.push_back(RowFamily::kUniform);
+    c.families.push_back(RowFamily::kBoundaryTies);
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_SORTED;
+    c.policy = "[select.sampled]\nfine_proposal = true\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
+    out.push_back(c);
+  }
+  {  // ... with tight margins: the band's fine threshold recovers, or the exact route.
+    Case c;
+    c.name = "sampled_fine_band";
+    c.k = 1024;
+    c.rows = 300;
+    c.width = 200000;
+    c.lengths = false;
+    c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kAllEqual};
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.policy = "[select.sampled]\nfine_proposal = true\nprimary_margin = 1.0\nsecondary_margin = 1.3\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
+    out.push_back(c);
+  }
   return out;
 }
 
