@@ -162,7 +162,8 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
       {"kQ1Wide", rank(sp.secondary_margin, wide)},
       {"kQ0Narrow", rank(sp.primary_margin, narrow)},
       {"kQ1Narrow", rank(sp.secondary_margin, narrow)},
-      {"kFineProposal", sp.fine_proposal ? "true" : "false"},
+      {"kFineTriggerWide", str(reference::fine_proposal_trigger(p.k, wide, sp))},
+      {"kFineTriggerNarrow", str(reference::fine_proposal_trigger(p.k, narrow, sp))},
   });
   // The row counters (kRowClaimsBytes in common.cuh), then the slices.
   plan.workspace_bytes = kRowClaimsBytes + frontier_slices_bytes(policy, plan.grid);

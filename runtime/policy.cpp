@@ -250,11 +250,13 @@ const std::vector<Section>& sections() {
                    "0: off; else view_block halves (at plan time, from K) until the primary sample rank q0\n"
                    "spans at least this many blocks: neighbours in a block are correlated, so small K\n"
                    "needs smaller blocks (K = 256 with blocks of 16: 14% of indexer rows recovered exactly)"),
-           boolean("fine_proposal", SGTOPK_MEMBER(sampled.fine_proposal),
-                   "each boundary rises from its coarse bin's lowest number to that of the 1/1024th of the\n"
-                   "bin holding its sample rank (a second look at the view): fewer candidates where a coarse\n"
-                   "bin is wide (1M uniform rows: 16.6 K -> about 3 K). Departs from ALGORITHM.md's proposal\n"
-                   "by coarse bins; not yet measured on a GPU"),
+           real("fine_proposal_excess", SGTOPK_MEMBER(sampled.fine_proposal_excess), 0.0, 64.0,
+                "0: off; else the fine proposal, for a row whose view holds at least ceil(excess *\n"
+                "primary_margin * K / s) samples in tau0's bin and above (its coarse boundary would admit\n"
+                "about excess times the targeted candidates; up to 1: every row): each boundary rises from\n"
+                "its coarse bin's lowest number to that of the 1/1024th of the bin holding its sample rank\n"
+                "(a second look at the view). 1M uniform rows: 16.6 K -> about 3 K candidates. Refines\n"
+                "ALGORITHM.md's proposal by coarse bins (bench/NOTES.md)"),
        }},
       {"select.split",
        "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"

@@ -50,7 +50,7 @@ struct SelectSampledPolicy {
   int view_block = 16;                   // consecutive scores per view block (the view density stays 1/s), 1..32 (the paper: 1)
   int min_sample_rank = 0;               // 0: off; else strides shrink until q0 = ceil(rho0*K/s) >= it, 0..4096
   int min_view_blocks = 4;               // 0: off; else view_block halves until q0 >= it * block, 0..64
-  bool fine_proposal = false;            // boundaries from 1/1024ths of the coarse bins (a second look at the view)
+  double fine_proposal_excess = 2.0;     // 0: off; else rows whose coarse tau0 would admit this many times rho0*K sharpen
   bool operator==(const SelectSampledPolicy&) const = default;
 };
 

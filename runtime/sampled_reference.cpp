@@ -116,6 +116,11 @@ int64_t sample_rank(double margin, int k, int stride) {
   return static_cast<int64_t>(std::ceil(q));
 }
 
+int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy) {
+  if (policy.fine_proposal_excess == 0.0) return 0;
+  return std::max<int64_t>(1, sample_rank(policy.fine_proposal_excess * policy.primary_margin, k, stride));
+}
+
 const char* route_name(SampledDecision::Route route) {
   switch (route) {
     case SampledDecision::kShort: return "short";
@@ -156,15 +161,16 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
   d.secondary_bin = proposal_bin(histogram, d.q1);
   d.primary_low = coarse_bin_lower_endpoint(d.primary_bin);
   d.secondary_low = coarse_bin_lower_endpoint(d.secondary_bin);
-  if (policy.fine_proposal) {
-    int64_t numbers = 0;  // NaN samples (bin 0) never reach a rank
-    for (uint32_t bin = kCoarseKeyMinNumber; bin < kCoarseBins; ++bin) numbers += histogram[bin];
-    const auto above = [&](uint32_t bin) {
-      int64_t count = 0;
-      for (uint32_t b = bin + 1; b < kCoarseBins; ++b) count += histogram[b];
-      return count;
-    };
-    if (numbers >= d.q0) d.primary_low = fine_endpoint(view, d.primary_bin, d.q0 - above(d.primary_bin));
+  const int64_t trigger = fine_proposal_trigger(k, d.stride, policy);
+  int64_t numbers = 0;  // NaN samples (bin 0) never reach a rank
+  for (uint32_t bin = kCoarseKeyMinNumber; bin < kCoarseBins; ++bin) numbers += histogram[bin];
+  const auto above = [&](uint32_t bin) {
+    int64_t count = 0;
+    for (uint32_t b = bin + 1; b < kCoarseBins; ++b) count += histogram[b];
+    return count;
+  };
+  if (trigger != 0 && numbers >= d.q0 && above(d.primary_bin) + histogram[d.primary_bin] >= trigger) {
+    d.primary_low = fine_endpoint(view, d.primary_bin, d.q0 - above(d.primary_bin));
     if (numbers >= d.q1) d.secondary_low = fine_endpoint(view, d.secondary_bin, d.q1 - above(d.secondary_bin));
   }
 

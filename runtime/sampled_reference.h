@@ -60,6 +60,12 @@ int64_t view_size(int64_t len, uint32_t phase, int stride, int block);
 // kernel, so the GPU never repeats this arithmetic.
 int64_t sample_rank(double margin, int k, int stride);
 
+// The fine proposal's trigger (step 1a of decide_sampled_route): a row
+// sharpens its boundaries when the view holds at least this many samples in
+// tau0's bin and above; sample_rank(fine_proposal_excess * primary_margin,
+// k, stride), at least 1, or 0 when policy.fine_proposal_excess is 0 (off).
+int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy);
+
 // Which route one row takes, and the counts behind the decision.
 struct SampledDecision {
   enum Route {
@@ -78,7 +84,7 @@ struct SampledDecision {
   uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)
   uint32_t secondary_bin = 0;  // tau1 <= tau0 (likewise)
   // The certification and band thresholds: coarse_bin_lower_endpoint(tau0 /
-  // tau1), or with policy.fine_proposal the fine endpoints (step 1a below).
+  // tau1), or the fine endpoints when step 1a below applies.
   float primary_low = 0.0f, secondary_low = 0.0f;
   int64_t primary_admitted = 0;  // #{x in row : x >= primary_low} (computed unless kShort / kNoView)
   int64_t band_admitted = 0;     // #{x in row : x >= secondary_low}: the whole candidate set after the
@@ -99,8 +105,9 @@ const char* route_name(SampledDecision::Route route);
 //     cumulative sample count reaches q0, tau1 likewise for q1 (so
 //     tau1 <= tau0). A view with fewer than q1 samples is kNoView.
 //     primary_low = coarse_bin_lower_endpoint(tau0), secondary_low likewise.
-//  1a. Fine proposal (policy.fine_proposal), for each boundary whose rank
-//     the view's numbers reach: its bin's ordered keys [key(low), key(high))
+//  1a. Fine proposal, when fine_proposal_trigger is not 0 and the view
+//     holds at least that many samples in tau0's bin and above, for each
+//     boundary whose rank the view's numbers reach: its bin's ordered keys [key(low), key(high))
 //     are cut into spans of 2^shift keys, shift = max(0, bits(largest
 //     offset) - 10) (at most 1024 spans); the boundary's rank within its bin
 //     (q - samples in bins above) falls in one span, scanning from the top,

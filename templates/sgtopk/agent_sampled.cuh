@@ -19,7 +19,8 @@
 //
 // Config adds to the direct-exact constants: kViewGather, kViewBlock, kStrideWide, kStrideNarrow,
 // kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
-// computed on the host), kFineProposal, kRouteStats.
+// computed on the host), kFineTriggerWide, kFineTriggerNarrow (the fine
+// proposal's trigger, 0: off), kRouteStats.
 #pragma once
 #include "sgtopk/agent_direct_exact.cuh"
 
@@ -96,7 +97,10 @@ struct SampledAgent {
     }
   };
 
-  // The fine proposal (policy select.sampled.fine_proposal): each boundary
+  // The fine proposal (policy select.sampled.fine_proposal_excess), for a
+  // row whose view holds at least `trigger` samples in tau0's bin and above
+  // (its coarse boundary would admit several times the targeted candidates;
+  // elsewhere the second look costs more than it saves): each boundary
   // rises from its coarse bin's lowest number to the lowest number of the
   // 1/1024th of the bin (SubBins) that holds its sample rank, found by a
   // second look at the view that histograms only the two boundary bins'
@@ -107,11 +111,13 @@ struct SampledAgent {
   // candidates instead of a whole coarse bin's (16 K on 1M uniform rows).
   // A boundary that fell back to -inf's bin keeps it. Ends with a barrier.
   static SGTOPK_DEVICE void sharpen(SelectionState& state, const View& view, const RankBin (&found)[2],
-                                    const u32 (&ranks)[2], u32 tau0, u32 tau1) {
+                                    const u32 (&ranks)[2], u32 tau0, u32 tau1, u32 trigger) {
     constexpr u32 kHalf = kCoarseBins / 2;
     static_assert(kHalf == (1u << SubBins::kDigitBits), "two digit histograms fill the coarse one");
-    const bool sharpen0 = found[0].total >= ranks[0], sharpen1 = found[1].total >= ranks[1];  // block-uniform
-    if (!sharpen0) return;  // then neither: ranks[1] >= ranks[0]
+    // Block-uniform; the secondary only with the primary (ranks[1] >= ranks[0]).
+    const bool sharpen0 = found[0].total >= ranks[0] && found[0].above + found[0].count >= trigger;
+    const bool sharpen1 = found[1].total >= ranks[1];
+    if (!sharpen0) return;
     const u32 in_tau0 = state.histogram[tau0];
     __syncthreads();  // every thread has read it
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
@@ -165,7 +171,10 @@ struct SampledAgent {
     const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
     coarse_bin_lower_endpoints(tau0, tau1, state.proposal_primary_low, state.proposal_secondary_low);
     __syncthreads();
-    if constexpr (Config::kFineProposal) sharpen(state, view_of_row, found, ranks, tau0, tau1);
+    if constexpr (Config::kFineTriggerWide != 0 || Config::kFineTriggerNarrow != 0) {
+      const u32 trigger = static_cast<u32>(wide ? Config::kFineTriggerWide : Config::kFineTriggerNarrow);
+      if (trigger != 0u) sharpen(state, view_of_row, found, ranks, tau0, tau1, trigger);
+    }
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;
     return true;

@@ -171,7 +171,7 @@ Policy policy_for(const Variant& v) {
     policy.direct.aggregate_histogram = true;
     policy.direct.prefetch_l2_chunks = 2;
     policy.direct.small_group = 0;
-    policy.sampled.fine_proposal = true;
+    policy.sampled.fine_proposal_excess = 0.0;  // the default sharpens wide coarse bins: off is the opt-out
   }
   validate_policy(policy, "<jit test policy>");
   return policy;
@@ -454,7 +454,10 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "false" : "true");
   EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
   EXPECT_EQ(plan.constant("kSmallGroup"), v.opt_in ? "0" : "64");
-  if (plan.family == "sampled") EXPECT_EQ(plan.constant("kFineProposal"), v.opt_in ? "true" : "false");
+  if (plan.family == "sampled") {
+    EXPECT_EQ(plan.constant("kFineTriggerWide") == "0", v.opt_in) << plan.constant("kFineTriggerWide");
+    EXPECT_EQ(plan.constant("kFineTriggerNarrow") == "0", v.opt_in) << plan.constant("kFineTriggerNarrow");
+  }
   EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 
   const GeneratedSource src = generate_source(plan);

@@ -113,7 +113,7 @@ struct SpillCase {
   int64_t width = 0;
   std::string family;            // "": the planner's choice
   bool register_rows = false;    // the case is there for direct_exact's register-resident body
-  bool fine_proposal = false;    // an opt-in measured for the default: select.sampled.fine_proposal
+  bool coarse_proposal = false;  // the opt-out select.sampled.fine_proposal_excess = 0
 };
 
 void PrintTo(const SpillCase& c, std::ostream* os) { *os << c.name; }
@@ -124,7 +124,7 @@ std::vector<SpillCase> spill_cases() {
       {"direct_exact_K2048_rows512_w131072", 2048, 512, 131072, "direct_exact", false},
       {"planner_K2048_rows4096_w262144", 2048, 4096, 262144, "", false},
       {"planner_K8_rows64_w1000_register_rows", 8, 64, 1000, "", true},
-      {"sampled_fine_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
+      {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
   };
 }
 
@@ -134,7 +134,7 @@ Plan plan_for(const SpillCase& c) {
   p.rows = c.rows;
   p.width = c.width;
   Policy policy = Policy::defaults();
-  policy.sampled.fine_proposal = c.fine_proposal;
+  if (c.coarse_proposal) policy.sampled.fine_proposal_excess = 0.0;
   const Problem problem = validate_problem(&p);
   const Target target = resolve_target(-1, "sm_90", policy.compile.default_arch);
   return make_plan(problem, policy, target, c.family);

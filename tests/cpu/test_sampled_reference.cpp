@@ -29,6 +29,7 @@ SelectSampledPolicy policy_with(int stride, double primary_margin = 1.5, double 
   p.stride_narrow = stride;
   p.primary_margin = primary_margin;
   p.secondary_margin = secondary_margin;
+  p.fine_proposal_excess = 0.0;  // the paper's proposal by coarse bins (the FineProposal tests cover the rest)
   return p;
 }
 
@@ -426,9 +427,10 @@ TEST(SampledReference, FineProposalStaysBetweenTheBinAndTheSample) {
       const int k = 512;
       const auto row = sgtopk::testing::make_row(f, len, k, rng);
       const uint64_t id = rng() % 100000;
-      SelectSampledPolicy coarse_policy;  // the default blocked view
+      SelectSampledPolicy coarse_policy;  // the default blocked view, coarse bins only
+      coarse_policy.fine_proposal_excess = 0.0;
       SelectSampledPolicy fine_policy = coarse_policy;
-      fine_policy.fine_proposal = true;
+      fine_policy.fine_proposal_excess = 1.0;  // every row
       const auto coarse = decide_sampled_route(row.data(), len, k, id, coarse_policy);
       const auto fine = decide_sampled_route(row.data(), len, k, id, fine_policy);
       if (coarse.route == SampledDecision::kNoView) {
@@ -477,14 +479,50 @@ TEST(SampledReference, FineProposalShrinksWideCoarseBins) {
   const int k = 2048;
   const int64_t len = 1 << 20;
   const auto row = sgtopk::testing::make_row(RowFamily::kUniform, len, k, rng);
-  SelectSampledPolicy policy;
-  const auto coarse = decide_sampled_route(row.data(), len, k, 3, policy);
-  policy.fine_proposal = true;
+  SelectSampledPolicy policy;  // the default: sharpens a row whose coarse tau0 admits 2x the target
   const auto fine = decide_sampled_route(row.data(), len, k, 3, policy);
+  policy.fine_proposal_excess = 0.0;
+  const auto coarse = decide_sampled_route(row.data(), len, k, 3, policy);
   ASSERT_EQ(fine.route, SampledDecision::kPrimary);
   EXPECT_GE(fine.primary_admitted, k);
   EXPECT_LT(fine.primary_admitted, 3 * k) << "coarse admitted " << coarse.primary_admitted;
   EXPECT_GT(coarse.primary_admitted, 4 * k);
+}
+
+// The trigger: a row whose coarse boundary already admits close to the
+// target keeps the coarse thresholds (the second look at the view would cost
+// more than it saves); one whose coarse bin is wide sharpens.
+TEST(SampledReference, FineProposalTriggerSkipsNarrowCoarseBins) {
+  SelectSampledPolicy policy;
+  EXPECT_EQ(fine_proposal_trigger(2048, 32, policy), 192);  // ceil(2.0 * 1.5 * 2048 / 32)
+  policy.fine_proposal_excess = 0.5;
+  EXPECT_EQ(fine_proposal_trigger(2048, 32, policy), 48);  // below q0 = 96: every row
+  policy.fine_proposal_excess = 0.0;
+  EXPECT_EQ(fine_proposal_trigger(2048, 32, policy), 0);
+
+  SGTOPK_SEEDED_RNG(rng, "fine-trigger");
+  const int k = 2048;
+  int kept = 0, sharpened = 0;
+  for (RowFamily f : {RowFamily::kIndexerLike, RowFamily::kUniform}) {
+    for (const int64_t len : {int64_t{131072}, int64_t{1} << 20}) {
+      const auto row = sgtopk::testing::make_row(f, len, k, rng);
+      SelectSampledPolicy coarse_policy;
+      coarse_policy.fine_proposal_excess = 0.0;
+      const SelectSampledPolicy fine_policy;  // the default trigger
+      const auto coarse = decide_sampled_route(row.data(), len, k, 5, coarse_policy);
+      const auto fine = decide_sampled_route(row.data(), len, k, 5, fine_policy);
+      ASSERT_EQ(coarse.route, SampledDecision::kPrimary);
+      // The trigger reads the view, not the row: only clear cases are checked.
+      const int64_t target = 3 * k / 2;  // primary_margin * K
+      SCOPED_TRACE(::testing::Message() << sgtopk::testing::family_name(f) << " len " << len << ": coarse admits "
+                                        << coarse.primary_admitted);
+      if (coarse.primary_admitted < 2 * target * 9 / 10) EXPECT_EQ(fine.primary_low, coarse.primary_low);
+      if (coarse.primary_admitted > 2 * target * 11 / 10) EXPECT_GT(fine.primary_low, coarse.primary_low);
+      (fine.primary_low == coarse.primary_low ? kept : sharpened) += 1;
+    }
+  }
+  EXPECT_GT(kept, 0);       // indexer rows, whose coarse bins are narrow
+  EXPECT_GT(sharpened, 0);  // 1M uniform rows (16 K in tau0's bin and above)
 }
 
 // ------------------------------------------------------- row families ----

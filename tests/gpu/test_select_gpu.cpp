@@ -538,8 +538,9 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
-  // The fine proposal: thresholds inside the boundary bins. Its route counts
-  // must match the reference's, which computes the same fine endpoints.
+  // The fine proposal on every row (the default sharpens only rows whose
+  // coarse bin is wide): thresholds inside the boundary bins. Its route
+  // counts must match the reference's, which computes the same fine endpoints.
   {
     Case c;
     c.name = "sampled_fine_proposal";
@@ -550,8 +551,21 @@ std::vector<Case> sampled_cases() {
     c.families.push_back(RowFamily::kUniform);
     c.families.push_back(RowFamily::kBoundaryTies);
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_SORTED;
-    c.policy = "[select.sampled]\nfine_proposal = true\n";
+    c.policy = "[select.sampled]\nfine_proposal_excess = 1.0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
+    out.push_back(c);
+  }
+  {  // The paper's proposal by coarse bins only (the opt-out): wide uniform
+     // rows, whose coarse bins the default would sharpen.
+    Case c;
+    c.name = "sampled_coarse_proposal";
+    c.k = 2048;
+    c.rows = 200;
+    c.width = 524288;
+    c.families = {RowFamily::kUniform, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.policy = "[select.sampled]\nfine_proposal_excess = 0.0\n";
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
   {  // ... with tight margins: the band's fine threshold recovers, or the exact route.
@@ -563,7 +577,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kAllEqual};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
-    c.policy = "[select.sampled]\nfine_proposal = true\nprimary_margin = 1.0\nsecondary_margin = 1.3\n";
+    c.policy = "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
     out.push_back(c);
   }

@@ -68,8 +68,8 @@ using namespace sgtopk;
 #ifndef BACKWARD
 #define BACKWARD false
 #endif
-#ifndef FINE
-#define FINE false
+#ifndef FINE_TRIGGER
+#define FINE_TRIGGER 0
 #endif
 constexpr long long kPitchV = WIDTH_ + 7;
 static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
@@ -104,7 +104,7 @@ struct Config {
   static constexpr int kStrideNarrow = STRIDE;
   static constexpr long long kWideRowThreshold = 1ll << 40;
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
-  static constexpr bool kFineProposal = FINE;
+  static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
 };
 
 static unsigned okey(float x) {
