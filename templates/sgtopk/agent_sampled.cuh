@@ -109,7 +109,8 @@ struct SampledAgent {
   // sample, and certification still counts what it admits (lemma 4.1 holds
   // for any threshold), so only the work changes: about primary_margin x K
   // candidates instead of a whole coarse bin's (16 K on 1M uniform rows).
-  // A boundary that fell back to -inf's bin keeps it. Ends with a barrier.
+  // A boundary that fell back to -inf's bin keeps it. Called after a barrier;
+  // ends with one when it sharpens (a row it skips returns at once).
   static SGTOPK_DEVICE void sharpen(SelectionState& state, const View& view, const RankBin (&found)[2],
                                     const u32 (&ranks)[2], u32 tau0, u32 tau1, u32 trigger) {
     constexpr u32 kHalf = kCoarseBins / 2;
