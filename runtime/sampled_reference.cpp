@@ -5,7 +5,6 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "runtime/reference.h"
 
@@ -51,12 +50,15 @@ struct SubBins {
 };
 
 // Step 1a of decide_sampled_route: the lowest number of the span of `bin`
-// holding the `rank_in_bin`-th largest of the view's samples in that bin.
-float fine_endpoint(const std::vector<float>& view, uint32_t bin, int64_t rank_in_bin) {
+// holding the `rank_in_bin`-th largest of the view's samples in that bin
+// (the view of `decision`, read again from the row, as the kernel does).
+float fine_endpoint(const float* row, const SampledDecision& decision, uint32_t bin, int64_t rank_in_bin) {
   const SubBins sub = SubBins::of(coarse_bin_lower_endpoint(bin), coarse_bin_lower_endpoint(bin + 1));
   std::array<int64_t, 1024> digits{};
-  for (float x : view)
+  for (int64_t j = 0; j < decision.view_size; ++j) {
+    const float x = row[view_position(j, decision.phase, decision.stride, decision.block)];
     if (coarse_key(x) == bin) ++digits[sub.digit(x)];
+  }
   int64_t cumulative = 0;
   for (uint32_t d = 1024; d-- > 0;) {
     cumulative += digits[d];
@@ -151,27 +153,21 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
   }
 
   // Phase 1, proposal: one histogram over the view, one scan for both ranks.
-  std::vector<float> view(static_cast<size_t>(d.view_size));
   std::array<int64_t, kCoarseBins> histogram{};
-  for (int64_t j = 0; j < d.view_size; ++j) {
-    view[static_cast<size_t>(j)] = row[view_position(j, d.phase, d.stride, d.block)];
-    ++histogram[coarse_key(view[static_cast<size_t>(j)])];
-  }
+  for (int64_t j = 0; j < d.view_size; ++j) ++histogram[coarse_key(row[view_position(j, d.phase, d.stride, d.block)])];
   d.primary_bin = proposal_bin(histogram, d.q0);
   d.secondary_bin = proposal_bin(histogram, d.q1);
   d.primary_low = coarse_bin_lower_endpoint(d.primary_bin);
   d.secondary_low = coarse_bin_lower_endpoint(d.secondary_bin);
+  // Samples in each bin and above; NaN's (bin 0) never reach a rank.
+  std::array<int64_t, kCoarseBins + 1> at_or_above{};
+  for (uint32_t bin = kCoarseBins; bin-- > kCoarseKeyMinNumber;) at_or_above[bin] = at_or_above[bin + 1] + histogram[bin];
+  const int64_t numbers = at_or_above[kCoarseKeyMinNumber];
   const int64_t trigger = fine_proposal_trigger(k, d.stride, policy);
-  int64_t numbers = 0;  // NaN samples (bin 0) never reach a rank
-  for (uint32_t bin = kCoarseKeyMinNumber; bin < kCoarseBins; ++bin) numbers += histogram[bin];
-  const auto above = [&](uint32_t bin) {
-    int64_t count = 0;
-    for (uint32_t b = bin + 1; b < kCoarseBins; ++b) count += histogram[b];
-    return count;
-  };
-  if (trigger != 0 && numbers >= d.q0 && above(d.primary_bin) + histogram[d.primary_bin] >= trigger) {
-    d.primary_low = fine_endpoint(view, d.primary_bin, d.q0 - above(d.primary_bin));
-    if (numbers >= d.q1) d.secondary_low = fine_endpoint(view, d.secondary_bin, d.q1 - above(d.secondary_bin));
+  if (trigger != 0 && numbers >= d.q0 && at_or_above[d.primary_bin] >= trigger) {
+    d.primary_low = fine_endpoint(row, d, d.primary_bin, d.q0 - at_or_above[d.primary_bin + 1]);
+    if (numbers >= d.q1)
+      d.secondary_low = fine_endpoint(row, d, d.secondary_bin, d.q1 - at_or_above[d.secondary_bin + 1]);
   }
 
   // Phase 2, certification: a full pass admitting every x at or above primary_low.
