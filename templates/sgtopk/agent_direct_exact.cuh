@@ -93,8 +93,8 @@ struct DirectExactAgent {
         const float low = float_from_ordered_key(floor_low_key);
         u32 above = 0u;
 #pragma unroll
-        for (int n = 0; n < chunk.kCount; ++n)
-          above |= ((chunk.is_valid(n) && chunk.score(n) >= low) ? 1u : 0u) << n;
+        for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
+        above &= chunk.live_mask();
         if (__popc(above) > 4) {
           // Crowded (a plateau at the floor, ReLU zeros): every marked
           // score from its register, unrolled, rather than one re-read each.

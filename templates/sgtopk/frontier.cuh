@@ -147,6 +147,41 @@ struct Verdict {
   }
 };
 
+// Round 0's verdicts from two thresholds, the endpoint classification away
+// from NaN's bin: commit x >= commit_low, carry keep_low <= x < commit_low
+// (keep_low == commit_low: nothing carried). NaN is neither.
+struct ThresholdVerdict {
+  float commit_low, keep_low;
+  SGTOPK_DEVICE Verdict operator()(float x) const {
+    const bool commit = x >= commit_low;
+    return Verdict{commit, !commit && x >= keep_low};
+  }
+};
+
+// A chunk's commit and carry masks over every slot (the caller ANDs in the
+// live ones): one verdict per score ...
+template <typename Chunk, typename VerdictOf>
+SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const VerdictOf& verdict_of, u32& commits, u32& carries) {
+#pragma unroll
+  for (int n = 0; n < Chunk::kCount; ++n) {
+    const Verdict verdict = verdict_of(chunk.score(n));
+    commits |= static_cast<u32>(verdict.commit) << n;
+    carries |= static_cast<u32>(verdict.carry) << n;
+  }
+}
+// ... or, from thresholds, two comparisons per score and the carries from
+// both masks once per chunk.
+template <typename Chunk>
+SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const ThresholdVerdict& verdict_of, u32& commits, u32& carries) {
+  u32 kept = 0u;
+#pragma unroll
+  for (int n = 0; n < Chunk::kCount; ++n) {
+    commits |= (chunk.score(n) >= verdict_of.commit_low ? 1u : 0u) << n;
+    kept |= (chunk.score(n) >= verdict_of.keep_low ? 1u : 0u) << n;
+  }
+  carries = kept & ~commits;
+}
+
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row_stream.cuh for the two row kinds).
@@ -229,8 +264,8 @@ struct Refinement {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 taken = 0u;
 #pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n)
-      if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;
+    for (int n = 0; n < Chunk::kCount; ++n) taken |= (admit(chunk.score(n)) ? 1u : 0u) << n;
+    taken &= chunk.live_mask();
     u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
     // Only the marked scores, one per iteration: a warp runs as many
     // iterations as its busiest lane has candidates (a few), not kCount.
@@ -293,13 +328,10 @@ struct Refinement {
   SGTOPK_DEVICE void classify_chunk(const Schedule& s, const Chunk& chunk, VerdictOf&& verdict_of) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 commits = 0u, carries = 0u;
-#pragma unroll
-    for (int n = 0; n < Chunk::kCount; ++n) {
-      if (!chunk.is_valid(n)) continue;
-      const Verdict verdict = verdict_of(chunk.score(n));
-      commits |= static_cast<u32>(verdict.commit) << n;
-      carries |= static_cast<u32>(verdict.carry) << n;
-    }
+    verdict_masks(chunk, verdict_of, commits, carries);
+    const u32 live = chunk.live_mask();
+    commits &= live;
+    carries &= live;
     // One warp scan for both counts (commits in the high half-word: a warp
     // holds at most 32 x 32 scores of a chunk).
     u32 total;
@@ -398,11 +430,14 @@ struct Refinement {
       const float low = state.boundary_low, high = state.boundary_high;
       const bool bin_zero = d == 0u;
       const float commit_low = take_group ? low : high;
-      const bool commit_all = take_group && bin_zero;
-      classify_row([=](float value) {
-        const bool commit = commit_all || value >= commit_low;
-        return Verdict{commit, !take_group && !commit && (bin_zero || value >= low)};
-      });
+      if (!bin_zero) {
+        classify_row(ThresholdVerdict{commit_low, take_group ? commit_low : low});
+      } else {  // NaN's bin (rows of fewer than K numbers): NaN commits or carries too
+        classify_row([=](float value) {
+          const bool commit = take_group || value >= commit_low;
+          return Verdict{commit, !commit};
+        });
+      }
     } else {
       classify_row([=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }

@@ -69,6 +69,15 @@ struct VectorChunk {
   }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
+  // Bit n set when score(n) lies in the row. A pass that builds a mask over
+  // every slot and ANDs this in once per chunk saves a test per score (the
+  // slots past the row hold 0.0f, whatever a test says of them).
+  SGTOPK_DEVICE u32 live_mask() const {
+    u32 live = 0u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) live |= ((valid >> u) & 1u) ? 0xfu << (4 * u) : 0u;
+    return live;
+  }
   // score(n) for an n known only at run time (a register array cannot be
   // indexed so): read again, from L1 in the common case, since this chunk
   // was just loaded. For the few scores a pass keeps.
@@ -186,6 +195,12 @@ struct RegisterRow {
   }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(n * kThreads + static_cast<int>(threadIdx.x)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return static_cast<int>(index(n)) < len; }
+  SGTOPK_DEVICE u32 live_mask() const {  // as VectorChunk's
+    u32 live = 0u;
+#pragma unroll
+    for (int n = 0; n < kItems; ++n) live |= is_valid(n) ? 1u << n : 0u;
+    return live;
+  }
 
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&&) const {
