@@ -147,14 +147,17 @@ struct Verdict {
   }
 };
 
-// Round 0's verdicts from two thresholds, the endpoint classification away
-// from NaN's bin: commit x >= commit_low, carry keep_low <= x < commit_low
-// (keep_low == commit_low: nothing carried). NaN is neither.
-struct ThresholdVerdict {
+// Round 0's verdicts by the boundary bin's FP32 endpoints (ALGORITHM.md,
+// "Endpoint"): commit x >= commit_low, carry keep_low <= x < commit_low
+// (keep_low == commit_low: nothing carried). When the boundary is NaN's bin,
+// every score is at or above it (keep_all), and a bin taken whole commits
+// them all (commit_all): NaN included, which no comparison would admit.
+struct EndpointVerdict {
   float commit_low, keep_low;
+  bool commit_all, keep_all;  // block-uniform
   SGTOPK_DEVICE Verdict operator()(float x) const {
-    const bool commit = x >= commit_low;
-    return Verdict{commit, !commit && x >= keep_low};
+    const bool commit = commit_all || x >= commit_low;
+    return Verdict{commit, !commit && (keep_all || x >= keep_low)};
   }
 };
 
@@ -169,16 +172,18 @@ SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const VerdictOf& verdict_of
     carries |= static_cast<u32>(verdict.carry) << n;
   }
 }
-// ... or, from thresholds, two comparisons per score and the carries from
-// both masks once per chunk.
+// ... or, by endpoints, two comparisons per score; the uniform cases and the
+// carries once per chunk.
 template <typename Chunk>
-SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const ThresholdVerdict& verdict_of, u32& commits, u32& carries) {
+SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const EndpointVerdict& verdict_of, u32& commits, u32& carries) {
   u32 kept = 0u;
 #pragma unroll
   for (int n = 0; n < Chunk::kCount; ++n) {
     commits |= (chunk.score(n) >= verdict_of.commit_low ? 1u : 0u) << n;
     kept |= (chunk.score(n) >= verdict_of.keep_low ? 1u : 0u) << n;
   }
+  if (verdict_of.commit_all) commits = ~0u;
+  if (verdict_of.keep_all) kept = ~0u;
   carries = kept & ~commits;
 }
 
@@ -430,14 +435,7 @@ struct Refinement {
       const float low = state.boundary_low, high = state.boundary_high;
       const bool bin_zero = d == 0u;
       const float commit_low = take_group ? low : high;
-      if (!bin_zero) {
-        classify_row(ThresholdVerdict{commit_low, take_group ? commit_low : low});
-      } else {  // NaN's bin (rows of fewer than K numbers): NaN commits or carries too
-        classify_row([=](float value) {
-          const bool commit = take_group || value >= commit_low;
-          return Verdict{commit, !commit};
-        });
-      }
+      classify_row(EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});
     } else {
       classify_row([=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }
