@@ -337,6 +337,7 @@ struct Refinement {
     const u32 live = chunk.live_mask();
     commits &= live;
     carries &= live;
+    if (__ballot_sync(0xffffffffu, (commits | carries) != 0u) == 0u) return;  // as in warp_reserve
     // One warp scan for both counts (commits in the high half-word: a warp
     // holds at most 32 x 32 scores of a chunk).
     u32 total;
