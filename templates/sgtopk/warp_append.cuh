@@ -44,9 +44,6 @@ SGTOPK_DEVICE u32 warp_max(u32 value) {
 // atomic per warp: the batched form of warp_append for a converged warp that
 // has counted a whole chunk first. Returns the lane's first slot.
 SGTOPK_DEVICE u32 warp_reserve(u32 count, u32* counter) {
-  // Most of a row's chunks give a warp nothing (away from the top-K's
-  // clusters): one vote then instead of the scan.
-  if (__ballot_sync(0xffffffffu, count != 0u) == 0u) return 0u;
   u32 total;
   const u32 before = warp_exclusive_sum(count, &total);
   if (total == 0u) return 0u;
