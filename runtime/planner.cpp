@@ -34,7 +34,7 @@ std::string flag(bool v) { return v ? "true" : "false"; }
 // The constants every select family shares: the direct-exact body is also
 // the sampled family's recovery route, so both carry its whole Config.
 std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy, int threads,
-                                                                  int register_items) {
+                                                                  int register_items, int floor_mark_words) {
   const SelectDirectPolicy& d = policy.direct;
   const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
   return {
@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFrontierGlobal", str(d.frontier_global_capacity)},
       {"kSortSlots", str(sort_slots)},
       {"kSmallGroup", str(std::min({d.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))},
+      {"kFloorMarkWords", str(floor_mark_words)},
   };
 }
 
@@ -71,6 +72,19 @@ unsigned frontier_shared_bytes(const Policy& policy) {
 unsigned sort_buffer_bytes(const Problem& p) { return p.sorted ? static_cast<unsigned>(next_pow2(p.k)) * 8u : 0u; }
 unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
   return kSelectionStateBytes + std::max(frontier_shared_bytes(policy), sort_buffer_bytes(p));
+}
+
+// The direct family's floor marks (templates/sgtopk/floor_marks.cuh): per
+// thread, loads_in_flight bits (rounded up to a power of two) for each
+// block-wide chunk of the widest row's 16-byte body, in 32-bit words.
+int floor_mark_words(const Problem& p, const SelectDirectPolicy& d) {
+  const int bits = d.loads_in_flight <= 1 ? 1 : d.loads_in_flight <= 2 ? 2 : d.loads_in_flight <= 4 ? 4 : 8;
+  const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
+  const int64_t chunks = ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
+  return static_cast<int>((chunks + 32 / bits - 1) / (32 / bits));
+}
+unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
+  return static_cast<unsigned>(words) * static_cast<unsigned>(d.block_threads) * 4u;
 }
 
 // The most dynamic shared memory one block may opt into, per architecture
@@ -111,7 +125,8 @@ uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {
 // `threads` per row at a time, `workers_per_sm` of them per SM (never more
 // workers than rows), and the launch geometry that follows.
 Plan persistent_plan(const std::string& family, const std::string& agent_file, const std::string& agent, int threads,
-                     int workers_per_sm, const Problem& p, const Policy& policy, const Target& target) {
+                     int workers_per_sm, const Problem& p, const Policy& policy, const Target& target,
+                     unsigned extra_smem_bytes = 0u) {
   Plan plan;
   plan.family = family;
   plan.agent_header = "sgtopk/" + agent_file;
@@ -120,22 +135,29 @@ Plan persistent_plan(const std::string& family, const std::string& agent_file, c
   plan.block = static_cast<unsigned>(threads);
   plan.min_blocks_per_sm = occupancy_hint(threads, workers_per_sm);
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * workers_per_sm));
-  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  plan.dynamic_smem_bytes = select_smem_bytes(p, policy) + extra_smem_bytes;
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   return plan;
 }
 
 Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDirectPolicy& d = policy.direct;
-  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
-                              d.workers_per_sm, p, policy, target);
-
   // Short rows stay in registers between the passes (the short-row specialization).
   const int64_t register_capacity = int64_t{d.block_threads} * d.items_per_thread;
   const int register_items = p.width <= register_capacity
                                  ? static_cast<int>((p.width + d.block_threads - 1) / d.block_threads)
                                  : 0;
-  plan.constants = select_constants(p, policy, d.block_threads, register_items);
+  // Streamed rows with a 16-byte body get floor marks where they fit beside
+  // the rest of the block's shared memory (a plan never fails for them).
+  int mark_words = 0;
+  if (d.floor_marks && register_items == 0 && d.vector_bytes == 16) {
+    mark_words = floor_mark_words(p, d);
+    const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
+    if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) > limit) mark_words = 0;
+  }
+  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
+                              d.workers_per_sm, p, policy, target, floor_marks_bytes(mark_words, d));
+  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words);
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }
@@ -145,7 +167,7 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
   Plan plan = persistent_plan("sampled", "agent_sampled.cuh", "SampledAgent", sp.block_threads, sp.workers_per_sm, p,
                               policy, target);
 
-  plan.constants = select_constants(p, policy, sp.block_threads, 0);
+  plan.constants = select_constants(p, policy, sp.block_threads, 0, 0);  // no floor marks in the recovery
   // Strides, view block and sample ranks are fixed here, once, by the
   // functions the CPU reference uses (reference::stride_for_rank,
   // view_block_for_rank, sample_rank), never on the GPU.

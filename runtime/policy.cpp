@@ -217,6 +217,11 @@ const std::vector<Section>& sections() {
                    "the exact route's histogram pass walks the row from its end to its start, so the\n"
                    "classification pass (from the start) begins on the bytes still in L2: up to one\n"
                    "L2 share (~0.45 MB per worker on an H200) of the second read (measured 4% faster, bench/NOTES.md)"),
+           boolean("floor_marks", SGTOPK_MEMBER(direct.floor_marks),
+                   "the direct family's histogram pass marks, per thread, the 16-byte vectors holding a score\n"
+                   "at or above its rising floor, and the classification pass reads only those; shared memory:\n"
+                   "a bit per thread and load of each block-wide chunk (32 KB at width 2^20, 1024 threads);\n"
+                   "off where that does not fit, for register rows, and in the sampled family's recovery"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -33,6 +33,7 @@ struct SelectDirectPolicy {
   bool endpoint_classification = true;   // classification pass compares with FP32 bin endpoints, not coarse keys
   bool aggregate_histogram = false;      // one shared atomic per distinct bin per warp (__match_any_sync)
   bool histogram_backward = true;        // the exact route's histogram pass walks the row from its end (L2 reuse)
+  bool floor_marks = true;               // the classification pass reads only what passed the histogram pass's floor
   int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

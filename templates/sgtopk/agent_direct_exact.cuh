@@ -3,7 +3,8 @@
 //
 //   pass 1  exact 2048-bin coarse histogram over the whole valid row
 //   pass 2  commit every element above the boundary bin, collect the bin as
-//           the frontier and histogram its first FP32 digit (round 0)
+//           the frontier and histogram its first FP32 digit (round 0),
+//           reading only the vectors pass 1 marked (floor_marks.cuh)
 //   rounds  frontier-only refinement (frontier.cuh)
 //
 // Short rows keep their scores in registers between the passes; long rows
@@ -13,8 +14,9 @@
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
-//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats.
+//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords.
 #pragma once
+#include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
 #include "sgtopk/histogram.cuh"
 #include "sgtopk/row_stream.cuh"
@@ -35,11 +37,17 @@ struct DirectExactAgent {
   using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Config::kSmallGroup, Store,
                             Row, Output>;
 
-  // Dynamic shared memory: state, then the frontier (aliased by the sort buffer).
+  // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
+  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords> StreamMarks;
+  typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
+
+  // Dynamic shared memory: state, then the frontier (aliased by the sort
+  // buffer), then the floor marks.
+  static constexpr unsigned kStateBytes = (sizeof(SelectionState) + 15u) / 16u * 16u;
   static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;
   static constexpr unsigned kSortBytes = Config::kSorted ? Config::kSortSlots * 8u : 0u;
-  static constexpr unsigned kSharedBytes =
-      (sizeof(SelectionState) + 15u) / 16u * 16u + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
+  static constexpr unsigned kMarksOffset = kStateBytes + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
+  static constexpr unsigned kSharedBytes = kMarksOffset + Config::kFloorMarkWords * Config::kThreads * 4u;
 
   // A row with len <= K: every valid index, no selection.
   static SGTOPK_DEVICE void select_short_row(const Output& out, const float* scores, int len, u64* sort_buffer) {
@@ -66,9 +74,10 @@ struct DirectExactAgent {
 
   // The exact coarse route up to refinement: the histogram pass, then the
   // boundary pass that commits everything above the boundary bin and leaves
-  // the bin as the frontier.
-  template <typename Row>
-  static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out) {
+  // the bin as the frontier, reading only what `marks` recorded.
+  template <typename Row, typename Marks>
+  static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
+                                           const Marks& marks) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 0u);
     int chunk_number = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
@@ -95,6 +104,7 @@ struct DirectExactAgent {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
         above &= chunk.live_mask();
+        if constexpr (Marks::kSelective) marks.record(chunk.number, Marks::vectors_of(above));
         if (__popc(above) > 4) {
           // Crowded (a plateau at the floor, ReLU zeros): every marked
           // score from its register, unrolled, rather than one re-read each.
@@ -111,6 +121,7 @@ struct DirectExactAgent {
           const u32 bin = coarse_key(chunk.score(n));
           if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
         }
+        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.valid);  // no floor yet: all of it
       }
       // A different warp each chunk, so no warp falls behind the stream.
       if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
@@ -127,7 +138,7 @@ struct DirectExactAgent {
       row.for_each_chunk(visit_chunk, visit_scalar);
     __syncthreads();
     Refine<Row>{state, store, row, out}
-        .boundary_pass();
+        .boundary_pass(marks);
   }
 
   // Every route ends here: frontier-only refinement, then the sorted option.
@@ -140,23 +151,24 @@ struct DirectExactAgent {
       sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
   }
 
-  template <typename Row>
+  template <typename Row, typename Marks>
   static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, Row& row, const Output& out,
-                                       const float* scores, int len, u64* sort_buffer) {
+                                       const Marks& marks, const float* scores, int len, u64* sort_buffer) {
     if (len <= Config::kK) return select_short_row(out, scores, len, sort_buffer);
-    exact_boundary(state, store, row, out);
+    exact_boundary(state, store, row, out, marks);
     refine_and_write(state, store, row, out, scores, sort_buffer);
   }
 
   // The worker CTA's own pieces: shared state, the frontier store (shared
-  // memory, then the CTA's slice of `slices`), the sort buffer.
+  // memory, then the CTA's slice of `slices`), the sort buffer, the marks.
   struct Worker {
     SelectionState* state;
     Store store;
     u64* sort_buffer;
+    StreamMarks marks;
   };
   static SGTOPK_DEVICE Worker make_worker(unsigned char* shared_bytes, void* slices) {
-    unsigned char* frontier_bytes = shared_bytes + (sizeof(SelectionState) + 15u) / 16u * 16u;
+    unsigned char* frontier_bytes = shared_bytes + kStateBytes;
     float* slice = reinterpret_cast<float*>(slices) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobal;
     Worker w;
     w.state = reinterpret_cast<SelectionState*>(shared_bytes);
@@ -165,6 +177,7 @@ struct DirectExactAgent {
     w.store.global_value = slice;
     w.store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
     w.sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
+    if constexpr (StreamMarks::kSelective) w.marks.words = reinterpret_cast<u32*>(shared_bytes + kMarksOffset);
     return w;
   }
 
@@ -193,11 +206,11 @@ struct DirectExactAgent {
       if constexpr (Config::kRegisterItems > 0) {
         RegisterRow<Config::kThreads, (Config::kRegisterItems > 0 ? Config::kRegisterItems : 1)> row;
         row.load(task.scores, task.len);
-        select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
+        select_row(*w.state, w.store, row, task.out, NoMarks{}, task.scores, task.len, w.sort_buffer);
       } else {
         StreamRow row;
         row.load(task.scores, task.len);
-        select_row(*w.state, w.store, row, task.out, task.scores, task.len, w.sort_buffer);
+        select_row(*w.state, w.store, row, task.out, w.marks, task.scores, task.len, w.sort_buffer);
       }
       __syncthreads();  // shared state is reused by the next row
       clock.lap(kCyclesRecovery);  // the whole exact route

@@ -244,7 +244,7 @@ struct SampledAgent {
     if (route == kRoutePrimary || route == kRouteBand) {
       count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
     } else {
-      Exact::exact_boundary(state, store, row, out);
+      Exact::exact_boundary(state, store, row, out, typename Exact::NoMarks{});
       clock.lap(kCyclesRecovery);
     }
     Exact::refine_and_write(state, store, row, out, scores, sort_buffer);

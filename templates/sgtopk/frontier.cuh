@@ -364,15 +364,16 @@ struct Refinement {
     }
   }
 
-  // Round 0 over the whole row (the caller's barrier published the schedule).
-  template <typename VerdictOf>
-  SGTOPK_DEVICE void classify_row(VerdictOf&& verdict_of) {
+  // Round 0 over the row's vectors that `want` names (the caller's barrier
+  // published the schedule).
+  template <typename Want, typename VerdictOf>
+  SGTOPK_DEVICE void classify_row(const Want& want, VerdictOf&& verdict_of) {
     const Schedule s = schedule();
-    row.for_each_chunk([&](const auto& chunk) { classify_chunk(s, chunk, verdict_of); },
-                       [&](int i, float value) {
-                         const Verdict verdict = verdict_of(value);
-                         if (verdict.commit || verdict.carry) settle(s, verdict, value, static_cast<u32>(i), 0);
-                       });
+    row.for_each_wanted_chunk(want, [&](const auto& chunk) { classify_chunk(s, chunk, verdict_of); },
+                              [&](int i, float value) {
+                                const Verdict verdict = verdict_of(value);
+                                if (verdict.commit || verdict.carry) settle(s, verdict, value, static_cast<u32>(i), 0);
+                              });
   }
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
@@ -417,7 +418,10 @@ struct Refinement {
 
   // Round 0 over the whole row: the coarse histogram is in state.histogram.
   // Commits everything above the boundary bin, carries the bin as the frontier.
-  SGTOPK_DEVICE void boundary_pass() {
+  // `want` may leave out vectors holding no score at or above the bin's
+  // lowest number (floor_marks.cuh).
+  template <typename Want>
+  SGTOPK_DEVICE void boundary_pass(const Want& want) {
     bool take_group;
     const u32 d = resolve(&take_group);
     // The bin's endpoints bound its scores' ordered keys: [key(low),
@@ -440,9 +444,9 @@ struct Refinement {
       const float low = state.boundary_low, high = state.boundary_high;
       const bool bin_zero = d == 0u;
       const float commit_low = take_group ? low : high;
-      classify_row(EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});
+      classify_row(want, EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});
     } else {
-      classify_row([=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
+      classify_row(want, [=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }
     advance(take_group, d, 0);
   }

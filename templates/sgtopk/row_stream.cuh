@@ -9,17 +9,27 @@ namespace sgtopk {
 
 SGTOPK_DEVICE float4 load_vector(const float4* p) { return __ldg(p); }
 
-// Loads the kUnroll vectors of the chunk starting at `base` (those in range).
+// Loads the kUnroll vectors of the chunk starting at `base` that are in
+// range and `wanted` (bit u: v[u]).
 template <int kThreads, int kUnroll>
-SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 (&v)[kUnroll]) {
+SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 (&v)[kUnroll], u32 wanted = ~0u) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
     // Defined either way, so the chunk stays in registers (a conditional
     // write would keep the previous value alive, and the compiler spills it).
-    v[u] = j < vectors ? load_vector(body + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    v[u] = j < vectors && ((wanted >> u) & 1u) ? load_vector(body + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
+
+// Which of its vectors in a chunk a thread loads, by the chunk's number
+// (bit u: v[u]). A pass that reads everything: every vector. (A selective
+// one, such as floor_marks.cuh's, also lets a warp skip a chunk it wants
+// nothing of.)
+struct EveryVector {
+  static constexpr bool kSelective = false;
+  SGTOPK_DEVICE u32 operator()(int) const { return ~0u; }
+};
 
 // How a row is streamed (all compile-time):
 //   kThreads      threads of the block
@@ -60,7 +70,8 @@ struct VectorChunk {
   float4 v[kUnroll];
   const float* row;  // the row's first score
   int first;  // row index of v[0].x
-  u32 valid;  // bit u: v[u] lies in the row
+  int number;  // the chunk's place in the body (0: its first), whichever way the pass walks
+  u32 valid;  // bit u: v[u] lies in the row (and the pass wanted it)
 
   SGTOPK_DEVICE float score(int n) const {  // n is a constant in unrolled loops: a plain register
     const float4& q = v[n >> 2];
@@ -92,8 +103,12 @@ struct VectorChunk {
 // kBackward visits the body's chunks from the last to the first: a pass that
 // follows another over the same row in the opposite direction then starts on
 // the bytes the first one read last, which are the likeliest still in L2.
-template <typename Shape, bool kBackward = false, typename VisitChunk, typename VisitScalar>
-SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) {
+// `want` (EveryVector, or a selective filter) says which vectors each thread
+// loads; the rest read as not in the row, and a warp that wants nothing of a
+// chunk skips it whole (warp-uniform, so the visitor's collectives hold).
+template <typename Shape, bool kBackward = false, typename Want, typename VisitChunk, typename VisitScalar>
+SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, VisitChunk&& visit_chunk,
+                                  VisitScalar&& visit_scalar) {
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
   constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
   const int t = threadIdx.x;
@@ -119,26 +134,33 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_
     for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead)
       prefetch_chunk<kThreads, kUnroll>(body, vectors, first + ahead * step);
   }
+  const int number_step = kBackward ? -1 : 1;
   float4 ahead[kUnroll];  // kPrefetch: the next chunk, loading while this one is visited
   if constexpr (kPrefetch) {
-    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, first, ahead);
+    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, first, ahead, want(first / kChunk));
   }
-  for (int c = 0, base = first; c < chunks; ++c, base += step) {
+  for (int c = 0, base = first, number = first / kChunk; c < chunks; ++c, base += step, number += number_step) {
+    u32 valid = 0u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * kThreads + t < vectors) valid |= 1u << u;
+    valid &= want(number);
+    if constexpr (Want::kSelective && !kPrefetch) {
+      if (__ballot_sync(0xffffffffu, valid != 0u) == 0u) continue;
+    }
     VectorChunk<kThreads, kUnroll> chunk;
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) chunk.v[u] = ahead[u];
-      if (c + 1 < chunks) load_chunk<kThreads, kUnroll>(body, vectors, base + step, ahead);
+      if (c + 1 < chunks) load_chunk<kThreads, kUnroll>(body, vectors, base + step, ahead, want(number + number_step));
     } else {
-      load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v);
+      load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v, valid);
     }
     if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * step);
     chunk.row = row;
     chunk.first = head + 4 * (base + t);
-    chunk.valid = 0u;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * kThreads + t < vectors) chunk.valid |= 1u << u;
+    chunk.number = number;
+    chunk.valid = valid;
     visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
   }
   for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
@@ -150,7 +172,7 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, VisitChunk&& visit_
 template <typename Shape, typename Visit>
 SGTOPK_DEVICE void for_each_score(const float* row, int len, Visit&& visit) {
   for_each_chunk<Shape>(
-      row, len,
+      row, len, EveryVector{},
       [&](const auto& chunk) {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n)
@@ -206,9 +228,14 @@ struct RegisterRow {
   SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&&) const {
     visit_chunk(*this);
   }
-  // Registers have no order to exploit: the same visit.
+  // Registers have no order to exploit, and nothing to save by skipping
+  // loads: the same visit.
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    for_each_chunk(visit_chunk, visit_scalar);
+  }
+  template <typename Want, typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_wanted_chunk(const Want&, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
 };
@@ -231,11 +258,16 @@ struct StreamedRow {
 
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
-    sgtopk::for_each_chunk<Shape>(row, len, visit_chunk, visit_scalar);
+    sgtopk::for_each_chunk<Shape>(row, len, EveryVector{}, visit_chunk, visit_scalar);
   }
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
-    sgtopk::for_each_chunk<Shape, true>(row, len, visit_chunk, visit_scalar);
+    sgtopk::for_each_chunk<Shape, true>(row, len, EveryVector{}, visit_chunk, visit_scalar);
+  }
+  // Only the vectors `want` asks for (the head and the tail always).
+  template <typename Want, typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_wanted_chunk(const Want& want, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    sgtopk::for_each_chunk<Shape>(row, len, want, visit_chunk, visit_scalar);
   }
 };
 

@@ -364,8 +364,40 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   const Plan direct = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "direct_exact", 4096);
   EXPECT_EQ(direct.min_blocks_per_sm, 1u);
   EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
-  // Both families share the selection state and the frontier layout.
-  EXPECT_EQ(plan.dynamic_smem_bytes, direct.dynamic_smem_bytes);
+  // Both families share the selection state and the frontier layout; the
+  // direct family adds its floor marks: 262144 / 4 vectors in chunks of
+  // 1024 x 4, 8 chunks of 4 bits per word: 2 words per thread.
+  EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
+  EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
+  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u, direct.dynamic_smem_bytes);
+}
+
+TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
+  const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
+  const Policy d = Policy::defaults();
+  ASSERT_TRUE(d.direct.floor_marks);
+  // 2^20 scores: 64 chunks of 4096 vectors, 8 per word; 32 KB beside the rest.
+  const Plan wide = plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64);
+  EXPECT_EQ(words(wide), "8");
+  EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u);
+  // A chunk's field rounds loads_in_flight up to a power of two: 3 -> 4 bits.
+  Policy three = d;
+  three.direct.loads_in_flight = 3;
+  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", three, "direct_exact", 64)), "11");  // ceil(86 / 8)
+  // Register rows read their scores from registers: nothing to skip.
+  EXPECT_EQ(words(plan_for(64, 4096, 0, "sm_90", d, "direct_exact", 64)), "0");
+  // Off by policy, and with scalar loads (no vectors to mark).
+  Policy off = d;
+  off.direct.floor_marks = false;
+  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", off, "direct_exact", 64)), "0");
+  Policy scalar = d;
+  scalar.direct.vector_bytes = 4;
+  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", scalar, "direct_exact", 64)), "0");
+  // Where they do not fit (sm_75: 64 KB; 1.5 M scores need 48 KB of marks),
+  // the plan drops them rather than failing.
+  const Plan tight = plan_for(2048, 1536000, 0, "sm_75", d, "direct_exact", 64);
+  EXPECT_EQ(words(tight), "0");
+  EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "12");
 }
 
 TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {

@@ -71,6 +71,17 @@ using namespace sgtopk;
 #ifndef FINE_TRIGGER
 #define FINE_TRIGGER 0
 #endif
+// Floor marks as the planner sizes them (runtime/planner.cpp,
+// floor_mark_words): streamed rows with vector loads only.
+static constexpr int floor_mark_words() {
+  const int bits = UNROLL <= 1 ? 1 : UNROLL <= 2 ? 2 : UNROLL <= 4 ? 4 : 8;
+  const long long chunk = (long long)THREADS * UNROLL;
+  const long long chunks = ((WIDTH_ + 3) / 4 + chunk - 1) / chunk;
+  return (REG_ITEMS == 0 && VECTOR) ? (int)((chunks + 32 / bits - 1) / (32 / bits)) : 0;
+}
+#ifndef MARK_WORDS
+#define MARK_WORDS floor_mark_words()
+#endif
 constexpr long long kPitchV = WIDTH_ + 7;
 static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
 static constexpr int sort_slots() { int s = 1; while (s < K_) s <<= 1; return s; }
@@ -105,6 +116,7 @@ struct Config {
   static constexpr long long kWideRowThreshold = 1ll << 40;
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
+  static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
 };
 
 static unsigned okey(float x) {

@@ -1,0 +1,68 @@
+// Floor marks: what the exact route's histogram pass tells its
+// classification pass about where the top-K can lie.
+//
+// Pass 1 tests every score against a rising floor, the lowest number of a
+// coarse bin already proven to lie at or below the boundary bin (K scores
+// seen at or above it). The final boundary bin's lowest number is at least
+// every floor the pass used, and pass 2 keeps only scores at or above it
+// (committed, or carried as the frontier). So a vector none of whose
+// scores passed the floor test holds nothing pass 2 keeps: pass 1 marks, per
+// thread and chunk, the vectors that held a passing score (every vector in
+// range before a floor exists), and pass 2 loads only those. After the
+// first chunks the floor is high, so most of the second read is skipped: on
+// rows with i.i.d. scores about 1 - K x ln(N / K) / N of them, and on
+// indexer rows, whose top-K clusters, whole warps' chunks.
+//
+// Storage: kUnroll bits per (thread, chunk), packed per thread into kWords
+// shared words laid out word-major (words[w * kThreads + t]), so a thread
+// touches only its own words: no barrier between the passes beyond the one
+// they already have. The planner sizes kWords for the plan's width.
+#pragma once
+#include "sgtopk/row_stream.cuh"
+
+namespace sgtopk {
+
+template <int kThreads, int kUnroll, int kWords>
+struct FloorMarks {
+  static constexpr bool kSelective = true;
+  static constexpr int kBits = kUnroll <= 1 ? 1 : kUnroll <= 2 ? 2 : kUnroll <= 4 ? 4 : 8;  // a chunk's field
+  static constexpr int kPerWord = 32 / kBits;
+  static constexpr u32 kField = kBits == 32 ? ~0u : (1u << kBits) - 1u;
+
+  u32* words;  // kWords * kThreads, shared
+
+  // Pass 1: bit u of `vectors` when v[u] of chunk `number` must be read again.
+  // Past the planned words (never, for rows the plan admits) nothing is
+  // recorded, and the classification pass reads the whole chunk.
+  SGTOPK_DEVICE void record(int number, u32 vectors) const {
+    if (number >= kWords * kPerWord) return;
+    u32& word = words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)];
+    const int shift = (number % kPerWord) * kBits;
+    word = (word & ~(kField << shift)) | ((vectors & kField) << shift);
+  }
+
+  // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
+  SGTOPK_DEVICE u32 operator()(int number) const {
+    if (number >= kWords * kPerWord) return ~0u;
+    return (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) &
+           kField;
+  }
+
+  // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit set.
+  static SGTOPK_DEVICE u32 vectors_of(u32 scores) {
+    u32 vectors = 0u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) vectors |= ((scores >> (4 * u)) & 0xfu) != 0u ? 1u << u : 0u;
+    return vectors;
+  }
+};
+
+// No marks (register rows, the sampled family's recovery, plans without
+// the words): the classification pass reads everything.
+template <int kThreads, int kUnroll>
+struct FloorMarks<kThreads, kUnroll, 0> : EveryVector {
+  SGTOPK_DEVICE void record(int, u32) const {}
+  static SGTOPK_DEVICE u32 vectors_of(u32) { return 0u; }
+};
+
+}  // namespace sgtopk
