@@ -9,9 +9,12 @@
 // scores passed the floor test holds nothing pass 2 keeps: pass 1 marks, per
 // thread and chunk, the vectors that held a passing score (every vector in
 // range before a floor exists), and pass 2 loads only those. After the
-// first chunks the floor is high, so most of the second read is skipped: on
-// rows with i.i.d. scores about 1 - K x ln(N / K) / N of them, and on
-// indexer rows, whose top-K clusters, whole warps' chunks.
+// first chunks the floor is high, so most of the second read is skipped. A
+// host simulation of 1024 threads x 4 loads, K = 2048, i.i.d. normal scores:
+// 27% of the vectors read again at N = 131072, 16% at 262144, 9% at 524288,
+// 5% at 2^20 (a 32-byte sector holds two lanes' vectors, so somewhat more of
+// the bytes); on rows whose top-K clusters (indexer rows) whole warps skip
+// 80% to 95% of their chunks.
 //
 // Storage: kUnroll bits per (thread, chunk), packed per thread into kWords
 // shared words laid out word-major (words[w * kThreads + t]), so a thread

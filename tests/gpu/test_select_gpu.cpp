@@ -367,6 +367,18 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nhistogram_backward = false\n";
     out.push_back(c);
   }
+  {  // The classification pass reading the whole row again (the default reads
+    // only the vectors the histogram pass marked: floor_marks.cuh).
+    Case c;
+    c.name = "direct_without_floor_marks";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 300001;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nfloor_marks = false\n";
+    out.push_back(c);
+  }
   {  // The classification pass by coarse keys (the default compares with the
     // boundary bin's FP32 endpoints); plateaus and ties at the boundary.
     Case c;
