@@ -222,6 +222,10 @@ const std::vector<Section>& sections() {
                    "at or above its rising floor, and the classification pass reads only those; shared memory:\n"
                    "a bit per thread and load of each block-wide chunk (32 KB at width 2^20, 1024 threads);\n"
                    "off where that does not fit, for register rows, and in the sampled family's recovery"),
+           integer("sparse_vectors", SGTOPK_MEMBER(direct.sparse_vectors), {0, 8},
+                   "with floor marks: a warp whose lanes each hold at most this many marked vectors of a\n"
+                   "chunk takes verdicts on those vectors only, one at a time, instead of on every slot\n"
+                   "of the chunk unrolled (0: always every slot)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

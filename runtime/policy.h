@@ -34,6 +34,7 @@ struct SelectDirectPolicy {
   bool aggregate_histogram = false;      // one shared atomic per distinct bin per warp (__match_any_sync)
   bool histogram_backward = true;        // the exact route's histogram pass walks the row from its end (L2 reuse)
   bool floor_marks = true;               // the classification pass reads only what passed the histogram pass's floor
+  int sparse_vectors = 2;                // with floor marks: lanes with at most this many marked vectors classify only those, 0..8
   int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

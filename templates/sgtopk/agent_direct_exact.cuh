@@ -14,7 +14,7 @@
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
-//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords.
+//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -38,7 +38,7 @@ struct DirectExactAgent {
                             Row, Output>;
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
-  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords> StreamMarks;
+  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors> StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 
   // Dynamic shared memory: state, then the frontier (aliased by the sort
@@ -93,6 +93,7 @@ struct DirectExactAgent {
       if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
     };
     const volatile u32& floor_bin = state.floor_bin;
+    typename Marks::Recorder recorder = marks.recorder();
     const volatile u32& floor_low_key = state.floor_low_key;
     const auto visit_chunk = [&](const auto& chunk) {
       const u32 floor_now = floor_bin;
@@ -104,7 +105,7 @@ struct DirectExactAgent {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
         above &= chunk.live_mask();
-        if constexpr (Marks::kSelective) marks.record(chunk.number, Marks::vectors_of(above));
+        if constexpr (Marks::kSelective) recorder.record(chunk.number, Marks::vectors_of(above));
         if (__popc(above) > 4) {
           // Crowded (a plateau at the floor, ReLU zeros): every marked
           // score from its register, unrolled, rather than one re-read each.
@@ -121,7 +122,7 @@ struct DirectExactAgent {
           const u32 bin = coarse_key(chunk.score(n));
           if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
         }
-        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.valid);  // no floor yet: all of it
+        if constexpr (Marks::kSelective) recorder.record(chunk.number, chunk.valid);  // no floor yet: all of it
       }
       // A different warp each chunk, so no warp falls behind the stream.
       if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
@@ -136,6 +137,7 @@ struct DirectExactAgent {
       row.for_each_chunk_backward(visit_chunk, visit_scalar);
     else
       row.for_each_chunk(visit_chunk, visit_scalar);
+    recorder.flush();
     __syncthreads();
     Refine<Row>{state, store, row, out}
         .boundary_pass(marks);

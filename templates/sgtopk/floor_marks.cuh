@@ -25,24 +25,43 @@
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords>
+template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0>
 struct FloorMarks {
   static constexpr bool kSelective = true;
+  // A warp none of whose lanes holds more than this many marked vectors of a
+  // chunk classifies only those (frontier.cuh, classify_chunk); 0: every
+  // slot of the chunk, unrolled.
+  static constexpr int kSparseVectors = kSparseVectors_;
   static constexpr int kBits = kUnroll <= 1 ? 1 : kUnroll <= 2 ? 2 : kUnroll <= 4 ? 4 : 8;  // a chunk's field
   static constexpr int kPerWord = 32 / kBits;
   static constexpr u32 kField = kBits == 32 ? ~0u : (1u << kBits) - 1u;
 
   u32* words;  // kWords * kThreads, shared
 
-  // Pass 1: bit u of `vectors` when v[u] of chunk `number` must be read again.
-  // Past the planned words (never, for rows the plan admits) nothing is
-  // recorded, and the classification pass reads the whole chunk.
-  SGTOPK_DEVICE void record(int number, u32 vectors) const {
-    if (number >= kWords * kPerWord) return;
-    u32& word = words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)];
-    const int shift = (number % kPerWord) * kBits;
-    word = (word & ~(kField << shift)) | ((vectors & kField) << shift);
-  }
+  // Pass 1's writer: a thread's fields of one word gather in a register and
+  // reach shared memory, whole, when the pass moves on to another word (a
+  // pass visits each word's chunks one after another, either way) and at its
+  // end (flush). Past the planned words (never, for rows the plan admits)
+  // nothing is stored, and the classification pass reads those chunks whole.
+  struct Recorder {
+    u32* words;
+    int word;
+    u32 pending;
+    // Bit u of `vectors`: v[u] of chunk `number` must be read again.
+    SGTOPK_DEVICE void record(int number, u32 vectors) {
+      const int w = number / kPerWord;
+      if (w != word) {
+        flush();
+        word = w;
+      }
+      pending |= (vectors & kField) << ((number % kPerWord) * kBits);
+    }
+    SGTOPK_DEVICE void flush() {
+      if (word >= 0 && word < kWords) words[word * kThreads + static_cast<int>(threadIdx.x)] = pending;
+      pending = 0u;
+    }
+  };
+  SGTOPK_DEVICE Recorder recorder() const { return Recorder{words, -1, 0u}; }
 
   // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
   SGTOPK_DEVICE u32 operator()(int number) const {
@@ -51,20 +70,27 @@ struct FloorMarks {
            kField;
   }
 
-  // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit set.
+  // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit
+  // set: each nibble ORed into its low bit, then those bits gathered.
   static SGTOPK_DEVICE u32 vectors_of(u32 scores) {
+    scores |= scores >> 1;
+    scores |= scores >> 2;
     u32 vectors = 0u;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) vectors |= ((scores >> (4 * u)) & 0xfu) != 0u ? 1u << u : 0u;
+    for (int u = 0; u < kUnroll; ++u) vectors |= ((scores >> (4 * u)) & 1u) << u;
     return vectors;
   }
 };
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll>
-struct FloorMarks<kThreads, kUnroll, 0> : EveryVector {
-  SGTOPK_DEVICE void record(int, u32) const {}
+template <int kThreads, int kUnroll, int kSparseVectors_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_> : EveryVector {
+  struct Recorder {
+    SGTOPK_DEVICE void record(int, u32) {}
+    SGTOPK_DEVICE void flush() {}
+  };
+  SGTOPK_DEVICE Recorder recorder() const { return Recorder{}; }
   static SGTOPK_DEVICE u32 vectors_of(u32) { return 0u; }
 };
 

@@ -28,6 +28,7 @@ SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 
 // nothing of.)
 struct EveryVector {
   static constexpr bool kSelective = false;
+  static constexpr int kSparseVectors = 0;  // see floor_marks.cuh
   SGTOPK_DEVICE u32 operator()(int) const { return ~0u; }
 };
 
@@ -67,6 +68,7 @@ SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
 template <int kThreads, int kUnroll>
 struct VectorChunk {
   static constexpr int kCount = 4 * kUnroll;
+  static constexpr int kVectors = kUnroll;
   float4 v[kUnroll];
   const float* row;  // the row's first score
   int first;  // row index of v[0].x
@@ -77,6 +79,13 @@ struct VectorChunk {
     const float4& q = v[n >> 2];
     const int c = n & 3;
     return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
+  }
+  // v[u] for a u known only at run time: selects, so the chunk stays in registers.
+  SGTOPK_DEVICE float4 vector_at(int u) const {
+    float4 q = v[0];
+#pragma unroll
+    for (int k = 1; k < kUnroll; ++k) q = k == u ? v[k] : q;
+    return q;
   }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
@@ -137,24 +146,27 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
   const int number_step = kBackward ? -1 : 1;
   float4 ahead[kUnroll];  // kPrefetch: the next chunk, loading while this one is visited
   if constexpr (kPrefetch) {
-    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, first, ahead, want(first / kChunk));
+    if (vectors > 0) load_chunk<kThreads, kUnroll>(body, vectors, first, ahead, Want::kSelective ? want(first / kChunk) : ~0u);
   }
   for (int c = 0, base = first, number = first / kChunk; c < chunks; ++c, base += step, number += number_step) {
     u32 valid = 0u;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (base + u * kThreads + t < vectors) valid |= 1u << u;
-    valid &= want(number);
-    if constexpr (Want::kSelective && !kPrefetch) {
-      if (__ballot_sync(0xffffffffu, valid != 0u) == 0u) continue;
+    if constexpr (Want::kSelective) {
+      valid &= want(number);
+      if constexpr (!kPrefetch) {
+        if (__ballot_sync(0xffffffffu, valid != 0u) == 0u) continue;
+      }
     }
     VectorChunk<kThreads, kUnroll> chunk;
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) chunk.v[u] = ahead[u];
-      if (c + 1 < chunks) load_chunk<kThreads, kUnroll>(body, vectors, base + step, ahead, want(number + number_step));
+      if (c + 1 < chunks)
+        load_chunk<kThreads, kUnroll>(body, vectors, base + step, ahead, Want::kSelective ? want(number + number_step) : ~0u);
     } else {
-      load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v, valid);
+      load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v, Want::kSelective ? valid : ~0u);
     }
     if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * step);
     chunk.row = row;
@@ -208,6 +220,7 @@ struct RegisterRow {
 
   // The whole row is one chunk (see for_each_chunk), visited by every thread.
   static constexpr int kCount = kItems;
+  static constexpr int kVectors = 0;  // scores, not 16-byte vectors
   SGTOPK_DEVICE float score(int n) const { return value[n]; }
   SGTOPK_DEVICE float score_at(int n) const {  // n known at run time: select, never index
     float found = 0.0f;

@@ -79,6 +79,9 @@ static constexpr int floor_mark_words() {
   const long long chunks = ((WIDTH_ + 3) / 4 + chunk - 1) / chunk;
   return (REG_ITEMS == 0 && VECTOR) ? (int)((chunks + 32 / bits - 1) / (32 / bits)) : 0;
 }
+#ifndef SPARSE
+#define SPARSE 2
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -117,6 +120,7 @@ struct Config {
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
   static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
+  static constexpr int kSparseVectors = SPARSE;
 };
 
 static unsigned okey(float x) {
