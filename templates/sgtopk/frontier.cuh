@@ -345,7 +345,7 @@ struct Refinement {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
     u32 commits = 0u, carries = 0u;
     if constexpr (kSparseVectors > 0 && Chunk::kVectors > kSparseVectors) {
-      if (__any_sync(0xffffffffu, __popc(chunk.valid) > kSparseVectors)) {
+      if (__ballot_sync(0xffffffffu, __popc(chunk.valid) > kSparseVectors) != 0u) {
         verdict_masks(chunk, verdict_of, commits, carries);
       } else {
         for (u32 vectors = chunk.valid; vectors != 0u; vectors &= vectors - 1u) {
