@@ -138,9 +138,12 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
   const int chunks = (vectors + kChunk - 1) / kChunk;
   const int step = kBackward ? -kChunk : kChunk;  // from one chunk's base to the next's
   const int first = kBackward ? (chunks - 1) * kChunk : 0;
-  if constexpr (Shape::kL2Ahead > 1) {
+  // The L2 look-ahead fetches whole chunks, so a selective pass (which reads
+  // a few vectors of each) does without it.
+  constexpr int kL2Ahead = Want::kSelective ? 0 : Shape::kL2Ahead;
+  if constexpr (kL2Ahead > 1) {
 #pragma unroll
-    for (int ahead = 1; ahead < Shape::kL2Ahead; ++ahead)
+    for (int ahead = 1; ahead < kL2Ahead; ++ahead)
       prefetch_chunk<kThreads, kUnroll>(body, vectors, first + ahead * step);
   }
   const int number_step = kBackward ? -1 : 1;
@@ -168,7 +171,7 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
     } else {
       load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v, Want::kSelective ? valid : ~0u);
     }
-    if constexpr (Shape::kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + Shape::kL2Ahead * step);
+    if constexpr (kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + kL2Ahead * step);
     chunk.row = row;
     chunk.first = head + 4 * (base + t);
     chunk.number = number;
