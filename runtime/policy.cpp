@@ -202,8 +202,9 @@ const std::vector<Section>& sections() {
            boolean("prefetch_next_chunk", SGTOPK_MEMBER(direct.prefetch_next_chunk),
                    "issue the next chunk's loads before classifying this one (double buffer; measured slower, bench/NOTES.md)"),
            integer("prefetch_l2_chunks", SGTOPK_MEMBER(direct.prefetch_l2_chunks), {0, 4},
-                   "0: off; else every streamed pass (both families) asks L2 for the chunk that many ahead\n"
-                   "(prefetch.global.L2: more bytes in flight per worker without registers; not yet measured)"),
+                   "0: off; else every streamed pass that reads whole chunks (both families; not the\n"
+                   "direct family's marked classification pass) asks L2 for the chunk that many ahead\n"
+                   "(prefetch.global.L2; measured neutral to slower, bench/NOTES.md)"),
            boolean("endpoint_classification", SGTOPK_MEMBER(direct.endpoint_classification),
                    "the classification pass compares scores with the boundary bin's FP32 endpoints\n"
                    "instead of computing coarse keys: two comparisons per score (bench/NOTES.md)"),
