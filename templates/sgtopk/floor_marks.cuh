@@ -13,8 +13,10 @@
 // host simulation of 1024 threads x 4 loads, K = 2048, i.i.d. normal scores:
 // 27% of the vectors read again at N = 131072, 16% at 262144, 9% at 524288,
 // 5% at 2^20 (a 32-byte sector holds two lanes' vectors, so somewhat more of
-// the bytes); on rows whose top-K clusters (indexer rows) whole warps skip
-// 80% to 95% of their chunks.
+// the bytes). Measured on the H200 (bench/NOTES.md, seventh session): indexer
+// rows 11% faster over the operator matrix, 20% at 2^20; no change at 131072,
+// nor on uniform rows, where a few candidates sit in every warp's chunk and
+// the pass's instructions, not its bytes, set the time.
 //
 // Storage: kUnroll bits per (thread, chunk), packed per thread into kWords
 // shared words laid out word-major (words[w * kThreads + t]), so a thread
