@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kSmallGroup", str(std::min({d.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))},
       {"kFloorMarkWords", str(floor_mark_words)},
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
+      {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
   };
 }
 

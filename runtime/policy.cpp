@@ -227,6 +227,10 @@ const std::vector<Section>& sections() {
                    "with floor marks: a warp whose lanes each hold at most this many marked vectors of a\n"
                    "chunk takes verdicts on those vectors only, one at a time, instead of on every slot\n"
                    "of the chunk unrolled (0: always every slot)"),
+           boolean("gather_marked", SGTOPK_MEMBER(direct.gather_marked),
+                   "with floor marks: the classification pass gathers each thread's marked vectors\n"
+                   "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n"
+                   "and waiting out a memory latency per chunk for a few vectors (bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -72,7 +72,9 @@ enum {
   SGTOPK_ROUTE_BAND = 3,       /* certified after the band pass */
   SGTOPK_ROUTE_EXACT = 4,      /* exact coarse route (recovery, or the direct family) */
   SGTOPK_ROUTE_CANDIDATES = 5, /* candidates handed to refinement by primary and band rows */
-  /* Where the time goes: SM clock cycles summed over rows, per phase. */
+  /* Where the time goes: SM clock cycles summed over rows, per phase. The
+   * direct family: proposal = its histogram pass, certification = its
+   * boundary pass, recovery = each row's set-up and rows with len <= K. */
   SGTOPK_CYCLES_PROPOSAL = 6,      /* sample view, histogram, boundaries */
   SGTOPK_CYCLES_CERTIFICATION = 7, /* the full pass admitting candidates */
   SGTOPK_CYCLES_RECOVERY = 8,      /* band pass and exact route */

@@ -14,7 +14,8 @@
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
-//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors.
+//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
+//   kGatherMarks.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -38,7 +39,9 @@ struct DirectExactAgent {
                             Row, Output>;
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
-  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors> StreamMarks;
+  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
+                     Config::kGatherMarks>
+      StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 
   // Dynamic shared memory: state, then the frontier (aliased by the sort
@@ -75,9 +78,12 @@ struct DirectExactAgent {
   // The exact coarse route up to refinement: the histogram pass, then the
   // boundary pass that commits everything above the boundary bin and leaves
   // the bin as the frontier, reading only what `marks` recorded.
+  // `clock` (the direct family's own rows; null in the sampled recovery)
+  // laps the histogram pass and the boundary pass apart.
+  typedef PhaseClock<Config::kRouteStats> Clock;
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
-                                           const Marks& marks) {
+                                           const Marks& marks, Clock* clock = nullptr) {
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 0u);
     int chunk_number = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
@@ -139,8 +145,10 @@ struct DirectExactAgent {
       row.for_each_chunk(visit_chunk, visit_scalar);
     recorder.flush();
     __syncthreads();
+    if (clock) clock->lap(kCyclesProposal);
     Refine<Row>{state, store, row, out}
         .boundary_pass(marks);
+    if (clock) clock->lap(kCyclesCertification);
   }
 
   // Every route ends here: frontier-only refinement, then the sorted option.
@@ -155,10 +163,11 @@ struct DirectExactAgent {
 
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void select_row(SelectionState& state, const Store& store, Row& row, const Output& out,
-                                       const Marks& marks, const float* scores, int len, u64* sort_buffer) {
+                                       const Marks& marks, const float* scores, int len, u64* sort_buffer, Clock& clock) {
     if (len <= Config::kK) return select_short_row(out, scores, len, sort_buffer);
-    exact_boundary(state, store, row, out, marks);
+    exact_boundary(state, store, row, out, marks, &clock);
     refine_and_write(state, store, row, out, scores, sort_buffer);
+    clock.lap(kCyclesRefinement);
   }
 
   // The worker CTA's own pieces: shared state, the frontier store (shared
@@ -204,18 +213,18 @@ struct DirectExactAgent {
     for (long long r = blockIdx.x; r < live; r += gridDim.x) {
       const RowTask task = row_task(p, r);
       count_route<Config::kRouteStats>(p.route_stats, task.len <= Config::kK ? kRouteShort : kRouteExact);
-      PhaseClock<Config::kRouteStats> clock(p.route_stats);
+      Clock clock(p.route_stats);
       if constexpr (Config::kRegisterItems > 0) {
         RegisterRow<Config::kThreads, (Config::kRegisterItems > 0 ? Config::kRegisterItems : 1)> row;
         row.load(task.scores, task.len);
-        select_row(*w.state, w.store, row, task.out, NoMarks{}, task.scores, task.len, w.sort_buffer);
+        select_row(*w.state, w.store, row, task.out, NoMarks{}, task.scores, task.len, w.sort_buffer, clock);
       } else {
         StreamRow row;
         row.load(task.scores, task.len);
-        select_row(*w.state, w.store, row, task.out, w.marks, task.scores, task.len, w.sort_buffer);
+        select_row(*w.state, w.store, row, task.out, w.marks, task.scores, task.len, w.sort_buffer, clock);
       }
       __syncthreads();  // shared state is reused by the next row
-      clock.lap(kCyclesRecovery);  // the whole exact route
+      clock.lap(kCyclesRecovery);  // the row's set-up, the short route, the last barrier
     }
   }
 };

@@ -37,10 +37,12 @@ enum RouteStat {
   kRouteExact = 4,     // exact coarse route (recovery, or the direct family)
   kRouteCandidates = 5,  // candidates handed to refinement, summed over rows
   // Where a worker's time goes: SM clock cycles per phase, summed over rows
-  // (thread 0's view, each phase ending at a block barrier).
+  // (thread 0's view, each phase ending at a block barrier). The direct
+  // family: proposal = the histogram pass, certification = the boundary
+  // pass, recovery = the row's set-up and the short route.
   kCyclesProposal = 6,       // view gather, histogram, boundaries
   kCyclesCertification = 7,  // the full pass admitting candidates
-  kCyclesRecovery = 8,       // band pass and exact route (the direct family: the whole row)
+  kCyclesRecovery = 8,       // band pass and exact route
   kCyclesRefinement = 9,     // frontier-only radix rounds and the sorted option
   kRouteStatSlots = 10
 };

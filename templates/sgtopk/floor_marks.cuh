@@ -27,9 +27,17 @@
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0>
+template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false>
 struct FloorMarks {
   static constexpr bool kSelective = true;
+  // The classification pass gathers the marked vectors kUnroll at a time
+  // across chunks (row_stream.cuh's for_each_gathered, through cursor())
+  // instead of visiting chunk by chunk. Chunk by chunk, a warp waited out
+  // one memory latency per chunk for its few marked vectors, one chunk after
+  // another: the pass took ~40% of a row's time at 2^20 while reading ~5%
+  // of its bytes, and looking ahead (L2 prefetch, a register double buffer)
+  // did not shorten it (bench/NOTES.md, eighth session).
+  static constexpr bool kGathers = kGathers_;
   // A warp none of whose lanes holds more than this many marked vectors of a
   // chunk classifies only those (frontier.cuh, classify_chunk); 0: every
   // slot of the chunk, unrolled.
@@ -72,6 +80,37 @@ struct FloorMarks {
            kField;
   }
 
+  // Can cursor() list a body of `vectors` 16-byte vectors? Not past the
+  // planned words (never, for rows the plan admits: then chunk by chunk).
+  static SGTOPK_DEVICE bool lists(int vectors) {
+    return (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll) <= kWords * kPerWord;
+  }
+
+  // This thread's marked vectors of the body, as body indices in ascending
+  // order, then -1. Reads only the words of the row's own chunks (the words
+  // past them hold an earlier row's marks).
+  struct Cursor {
+    const u32* words;
+    int word;        // the word `fields` came from
+    int last_word;   // the row's last word
+    u32 fields;      // its marks not yet listed
+    SGTOPK_DEVICE int operator()() {
+      while (fields == 0u) {
+        if (word >= last_word) return -1;
+        ++word;
+        fields = words[word * kThreads + static_cast<int>(threadIdx.x)];
+      }
+      const int bit = __ffs(fields) - 1;
+      fields &= fields - 1u;
+      const int number = word * kPerWord + bit / kBits;
+      return (number * kUnroll + bit % kBits) * kThreads + static_cast<int>(threadIdx.x);
+    }
+  };
+  SGTOPK_DEVICE Cursor cursor(int vectors) const {
+    const int chunks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+    return Cursor{words, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
+  }
+
   // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit
   // set: each nibble ORed into its low bit, then those bits gathered.
   static SGTOPK_DEVICE u32 vectors_of(u32 scores) {
@@ -86,8 +125,8 @@ struct FloorMarks {
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll, int kSparseVectors_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_> : EveryVector {
+template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_> : EveryVector {
   struct Recorder {
     SGTOPK_DEVICE void record(int, u32) {}
     SGTOPK_DEVICE void flush() {}

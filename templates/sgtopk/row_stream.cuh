@@ -29,6 +29,7 @@ SGTOPK_DEVICE void load_chunk(const float4* body, int vectors, int base, float4 
 struct EveryVector {
   static constexpr bool kSelective = false;
   static constexpr int kSparseVectors = 0;  // see floor_marks.cuh
+  static constexpr bool kGathers = false;   // see floor_marks.cuh
   SGTOPK_DEVICE u32 operator()(int) const { return ~0u; }
 };
 
@@ -63,16 +64,13 @@ SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
   }
 }
 
-// One block-wide chunk of the vector body as one thread holds it: kUnroll
-// float4, element n = 4u + c is score(n), at row index index(n).
-template <int kThreads, int kUnroll>
-struct VectorChunk {
+// kUnroll float4 of one thread, as a pass visits them: element n = 4u + c
+// is score(n). The chunk kinds below add where each vector lies in the row.
+template <int kUnroll>
+struct VectorSlots {
   static constexpr int kCount = 4 * kUnroll;
   static constexpr int kVectors = kUnroll;
   float4 v[kUnroll];
-  const float* row;  // the row's first score
-  int first;  // row index of v[0].x
-  int number;  // the chunk's place in the body (0: its first), whichever way the pass walks
   u32 valid;  // bit u: v[u] lies in the row (and the pass wanted it)
 
   SGTOPK_DEVICE float score(int n) const {  // n is a constant in unrolled loops: a plain register
@@ -87,7 +85,6 @@ struct VectorChunk {
     for (int k = 1; k < kUnroll; ++k) q = k == u ? v[k] : q;
     return q;
   }
-  SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
   // Bit n set when score(n) lies in the row. A pass that builds a mask over
   // every slot and ANDs this in once per chunk saves a test per score (the
@@ -98,11 +95,53 @@ struct VectorChunk {
     for (int u = 0; u < kUnroll; ++u) live |= ((valid >> u) & 1u) ? 0xfu << (4 * u) : 0u;
     return live;
   }
+};
+
+// One block-wide chunk of the vector body as one thread holds it: v[u] is
+// the body's vector base + u * kThreads + thread.
+template <int kThreads, int kUnroll>
+struct VectorChunk : VectorSlots<kUnroll> {
+  const float* row;  // the row's first score
+  int first;  // row index of v[0].x
+  int number;  // the chunk's place in the body (0: its first), whichever way the pass walks
+
+  SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   // score(n) for an n known only at run time (a register array cannot be
   // indexed so): read again, from L1 in the common case, since this chunk
   // was just loaded. For the few scores a pass keeps.
   SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
 };
+
+// kUnroll vectors of one thread gathered from anywhere in the body
+// (for_each_gathered): first[u] is the row index of v[u].x.
+template <int kUnroll>
+struct GatheredVectors : VectorSlots<kUnroll> {
+  const float* row;
+  int first[kUnroll];
+
+  // For an n known only at run time: masks rather than selects, which the
+  // compiler turned into an indexed load, moving the batch to local memory.
+  SGTOPK_DEVICE u32 index(int n) const {
+    u32 f = 0u;
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) f |= static_cast<u32>(first[k]) & (0u - static_cast<u32>(k == (n >> 2)));
+    return f + static_cast<u32>(n & 3);
+  }
+  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
+};
+
+// A row as 16-byte loads see it: `head` scalars up to 16-byte alignment,
+// then `vectors` whole float4 from `body`; the tail's scalars after them.
+struct VectorBody {
+  int head;
+  const float4* body;
+  int vectors;
+};
+SGTOPK_DEVICE VectorBody vector_body(const float* row, int len) {
+  const u32 misalignment = static_cast<u32>(reinterpret_cast<u64>(row) & 15u) >> 2;
+  const int head = min_of<int>(len, static_cast<int>((4u - misalignment) & 3u));
+  return VectorBody{head, reinterpret_cast<const float4*>(row + head), (len - head) >> 2};
+}
 
 // Streams [0, len): visit_chunk(chunk) for each block-wide chunk of the
 // 16-byte-aligned body, called by every thread of the block (with nothing
@@ -121,19 +160,14 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
   constexpr bool kVectorLoads = Shape::kVectorLoads, kPrefetch = Shape::kPrefetch;
   const int t = threadIdx.x;
-  int head = 0;
-  if constexpr (kVectorLoads) {
-    const u32 misalignment = static_cast<u32>(reinterpret_cast<u64>(row) & 15u) >> 2;
-    head = min_of<int>(len, static_cast<int>((4u - misalignment) & 3u));
-  } else {
-    head = len;
-  }
+  const VectorBody shape = kVectorLoads ? vector_body(row, len) : VectorBody{len, nullptr, 0};
+  const int head = shape.head;
   // Head (and everything when vector loads are off): coalesced scalars.
   for (int i = t; i < head; i += kThreads) visit_scalar(i, __ldg(row + i));
   if constexpr (!kVectorLoads) return;
 
-  const float4* body = reinterpret_cast<const float4*>(row + head);
-  const int vectors = (len - head) >> 2;
+  const float4* body = shape.body;
+  const int vectors = shape.vectors;
   constexpr int kChunk = kThreads * kUnroll;
   const int chunks = (vectors + kChunk - 1) / kChunk;
   const int step = kBackward ? -kChunk : kChunk;  // from one chunk's base to the next's
@@ -179,6 +213,39 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
     visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
   }
   for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
+}
+
+// Visits the body's vectors that `next` names, kUnroll at a time per thread,
+// as chunk-shaped batches (GatheredVectors) that every thread of the block
+// takes part in, until no lane of a warp has any left; the head and the
+// tail as for_each_chunk. next() returns this thread's next vector index in
+// the body, or -1 when it has none left. A batch's loads are all in flight
+// before the first is used, wherever in the row they lie: for a pass that
+// reads a few scattered vectors of each chunk (floor marks), one memory
+// latency per batch instead of one per chunk.
+template <typename Shape, typename Next, typename VisitChunk, typename VisitScalar>
+SGTOPK_DEVICE void for_each_gathered(const float* row, int len, Next&& next, VisitChunk&& visit_chunk,
+                                     VisitScalar&& visit_scalar) {
+  static_assert(Shape::kVectorLoads, "gathers 16-byte vectors");
+  constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
+  const int t = threadIdx.x;
+  const VectorBody shape = vector_body(row, len);
+  for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
+  for (;;) {
+    GatheredVectors<kUnroll> batch;
+    batch.row = row;
+    batch.valid = 0u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = next();
+      batch.first[u] = shape.head + 4 * max_of(j, 0);
+      batch.v[u] = j >= 0 ? load_vector(shape.body + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      batch.valid |= (j >= 0 ? 1u : 0u) << u;
+    }
+    if (__ballot_sync(0xffffffffu, batch.valid != 0u) == 0u) break;  // warp-uniform
+    visit_chunk(static_cast<const GatheredVectors<kUnroll>&>(batch));
+  }
+  for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
 
 // Calls visit(index, value) for every i in [0, len). Not every lane reaches a
@@ -280,9 +347,18 @@ struct StreamedRow {
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     sgtopk::for_each_chunk<Shape, true>(row, len, EveryVector{}, visit_chunk, visit_scalar);
   }
-  // Only the vectors `want` asks for (the head and the tail always).
+  // Only the vectors `want` asks for (the head and the tail always): chunk
+  // by chunk, or gathered across chunks where `want` can list them
+  // (floor_marks.cuh's cursor; block-uniform).
   template <typename Want, typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_wanted_chunk(const Want& want, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    if constexpr (Want::kGathers && Shape::kVectorLoads) {
+      const int vectors = vector_body(row, len).vectors;
+      if (want.lists(vectors)) {
+        sgtopk::for_each_gathered<Shape>(row, len, want.cursor(vectors), visit_chunk, visit_scalar);
+        return;
+      }
+    }
     sgtopk::for_each_chunk<Shape>(row, len, want, visit_chunk, visit_scalar);
   }
 };

@@ -379,6 +379,18 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nfloor_marks = false\n";
     out.push_back(c);
   }
+  {  // The marked vectors visited chunk by chunk (the default gathers them
+    // across chunks: row_stream.cuh, for_each_gathered).
+    Case c;
+    c.name = "direct_without_gathered_marks";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 300001;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\ngather_marked = false\n";
+    out.push_back(c);
+  }
   {  // The classification pass by coarse keys (the default compares with the
     // boundary bin's FP32 endpoints); plateaus and ties at the boundary.
     Case c;

@@ -82,6 +82,9 @@ static constexpr int floor_mark_words() {
 #ifndef SPARSE
 #define SPARSE 2
 #endif
+#ifndef GATHER
+#define GATHER true
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -121,6 +124,7 @@ struct Config {
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
   static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
   static constexpr int kSparseVectors = SPARSE;
+  static constexpr bool kGatherMarks = GATHER;
 };
 
 static unsigned okey(float x) {
