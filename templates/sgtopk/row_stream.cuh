@@ -85,16 +85,6 @@ struct VectorSlots {
     for (int k = 1; k < kUnroll; ++k) q = k == u ? v[k] : q;
     return q;
   }
-  // score(n) for an n known only at run time (the few scores a pass keeps),
-  // from the registers. Read again from memory instead, as it once was, each
-  // kept score waited out a load in turn: at 2^17 that made the
-  // classification pass ~5,000 cycles per warp and batch (bench/NOTES.md,
-  // eighth session).
-  SGTOPK_DEVICE float score_at(int n) const {
-    const float4 q = vector_at(n >> 2);
-    const int c = n & 3;
-    return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
-  }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
   // Bit n set when score(n) lies in the row. A pass that builds a mask over
   // every slot and ANDs this in once per chunk saves a test per score (the
@@ -111,16 +101,22 @@ struct VectorSlots {
 // the body's vector base + u * kThreads + thread.
 template <int kThreads, int kUnroll>
 struct VectorChunk : VectorSlots<kUnroll> {
+  const float* row;  // the row's first score
   int first;  // row index of v[0].x
   int number;  // the chunk's place in the body (0: its first), whichever way the pass walks
 
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
+  // score(n) for an n known only at run time (a register array cannot be
+  // indexed so): read again, from L1 in the common case, since this chunk
+  // was just loaded. For the few scores a pass keeps.
+  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
 };
 
 // kUnroll vectors of one thread gathered from anywhere in the body
 // (for_each_gathered): first[u] is the row index of v[u].x.
 template <int kUnroll>
 struct GatheredVectors : VectorSlots<kUnroll> {
+  const float* row;
   int first[kUnroll];
 
   // For an n known only at run time: masks rather than selects, which the
@@ -131,6 +127,7 @@ struct GatheredVectors : VectorSlots<kUnroll> {
     for (int k = 0; k < kUnroll; ++k) f |= static_cast<u32>(first[k]) & (0u - static_cast<u32>(k == (n >> 2)));
     return f + static_cast<u32>(n & 3);
   }
+  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
 };
 
 // A row as 16-byte loads see it: `head` scalars up to 16-byte alignment,
@@ -209,6 +206,7 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
       load_chunk<kThreads, kUnroll>(body, vectors, base, chunk.v, Want::kSelective ? valid : ~0u);
     }
     if constexpr (kL2Ahead > 0) prefetch_chunk<kThreads, kUnroll>(body, vectors, base + kL2Ahead * step);
+    chunk.row = row;
     chunk.first = head + 4 * (base + t);
     chunk.number = number;
     chunk.valid = valid;
@@ -235,6 +233,7 @@ SGTOPK_DEVICE void for_each_gathered(const float* row, int len, Next&& next, Vis
   for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
   for (;;) {
     GatheredVectors<kUnroll> batch;
+    batch.row = row;
     batch.valid = 0u;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
