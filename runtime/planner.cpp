@@ -22,7 +22,7 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
 // (histogram, scratch, 18 four-byte fields, the u64 prefix)
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 40u * 4u + 18u * 4u + 8u + 15u) / 16u * 16u;
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 40u * 4u + 19u * 4u + 8u + 15u) / 16u * 16u;
 // __launch_bounds__ hint: the workers that fit an SM's 2048 threads.
 unsigned occupancy_hint(int threads, int workers_per_sm) {
   return static_cast<unsigned>(std::max(1, std::min(workers_per_sm, 2048 / threads)));
@@ -63,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFloorMarkWords", str(floor_mark_words)},
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
+      {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
 

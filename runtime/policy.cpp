@@ -231,6 +231,11 @@ const std::vector<Section>& sections() {
                    "with floor marks: the classification pass gathers each thread's marked vectors\n"
                    "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n"
                    "and waiting out a memory latency per chunk for a few vectors (bench/NOTES.md)"),
+           boolean("work_units", SGTOPK_MEMBER(direct.work_units),
+                   "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
+                   "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
+                   "warp holds the block at the barrier after it; with 16-byte loads, without\n"
+                   "prefetch_next_chunk and prefetch_l2_chunks (bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks.
+//   kGatherMarks, kWorkUnits.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -84,8 +84,8 @@ struct DirectExactAgent {
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
                                            const Marks& marks, Clock* clock = nullptr) {
+    marks.clear_own();  // before begin_selection's first barrier (floor_marks.cuh)
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 0u);
-    int chunk_number = 0;
     // Pass 1: the coarse histogram. Once K elements sit at or above a bin,
     // nothing below it can matter, so the floor rises as the pass goes and
     // most of a row skips the shared atomics (exact counts are only needed
@@ -99,7 +99,6 @@ struct DirectExactAgent {
       if (bin >= floor_bin) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
     };
     const volatile u32& floor_bin = state.floor_bin;
-    typename Marks::Recorder recorder = marks.recorder();
     const volatile u32& floor_low_key = state.floor_low_key;
     const auto visit_chunk = [&](const auto& chunk) {
       const u32 floor_now = floor_bin;
@@ -111,7 +110,7 @@ struct DirectExactAgent {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
         above &= chunk.live_mask();
-        if constexpr (Marks::kSelective) recorder.record(chunk.number, Marks::vectors_of(above));
+        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.slot, Marks::vectors_of(above));
         if (__popc(above) > 4) {
           // Crowded (a plateau at the floor, ReLU zeros): every marked
           // score from its register, unrolled, rather than one re-read each.
@@ -128,22 +127,23 @@ struct DirectExactAgent {
           const u32 bin = coarse_key(chunk.score(n));
           if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
         }
-        if constexpr (Marks::kSelective) recorder.record(chunk.number, chunk.valid);  // no floor yet: all of it
+        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.slot, chunk.valid);  // no floor yet: all of it
       }
-      // A different warp each chunk, so no warp falls behind the stream.
-      if (static_cast<int>(threadIdx.x >> 5) == chunk_number % (Config::kThreads / 32))
-        raise_floor(state);
-      ++chunk_number;
+      // Once per chunk, by the warp holding one of its slots, a different
+      // slot each chunk (fixed slices: a different warp), so no warp falls
+      // behind the stream.
+      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
     };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
     // Backward, the boundary pass (forward) starts on the bytes this pass
     // read last, the likeliest still in L2; in the sampled family's recovery
     // this pass in turn starts where the certification pass ended.
-    if constexpr (Config::kHistogramBackward)
+    if constexpr (Config::kWorkUnits)
+      row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar);
+    else if constexpr (Config::kHistogramBackward)
       row.for_each_chunk_backward(visit_chunk, visit_scalar);
     else
       row.for_each_chunk(visit_chunk, visit_scalar);
-    recorder.flush();
     __syncthreads();
     if (clock) clock->lap(kCyclesProposal);
     Refine<Row>{state, store, row, out}

@@ -48,30 +48,23 @@ struct FloorMarks {
 
   u32* words;  // kWords * kThreads, shared
 
-  // Pass 1's writer: a thread's fields of one word gather in a register and
-  // reach shared memory, whole, when the pass moves on to another word (a
-  // pass visits each word's chunks one after another, either way) and at its
-  // end (flush). Past the planned words (never, for rows the plan admits)
-  // nothing is stored, and the classification pass reads those chunks whole.
-  struct Recorder {
-    u32* words;
-    int word;
-    u32 pending;
-    // Bit u of `vectors`: v[u] of chunk `number` must be read again.
-    SGTOPK_DEVICE void record(int number, u32 vectors) {
-      const int w = number / kPerWord;
-      if (w != word) {
-        flush();
-        word = w;
-      }
-      pending |= (vectors & kField) << ((number % kPerWord) * kBits);
-    }
-    SGTOPK_DEVICE void flush() {
-      if (word >= 0 && word < kWords) words[word * kThreads + static_cast<int>(threadIdx.x)] = pending;
-      pending = 0u;
-    }
-  };
-  SGTOPK_DEVICE Recorder recorder() const { return Recorder{words, -1, 0u}; }
+  // Pass 1's writer. Bit u of `vectors`: v[u] of chunk `number`, in thread
+  // slot `slot`, must be read again. The pass may hand a slot's chunks to
+  // any warp (for_each_unit), so fields reach their words by atomicOr, on
+  // words cleared before the row (clear_own). Past the planned words (never,
+  // for rows the plan admits) nothing is stored, and the classification pass
+  // reads those chunks whole.
+  SGTOPK_DEVICE void record(int number, int slot, u32 vectors) const {
+    const int w = number / kPerWord;
+    if (vectors != 0u && w < kWords)
+      atomicOr(&words[w * kThreads + slot], (vectors & kField) << ((number % kPerWord) * kBits));
+  }
+  // This thread's own words: only it reads them (the classification pass),
+  // so it may clear them once its own reading is over; the barrier that
+  // starts the next row orders the clearing before any record.
+  SGTOPK_DEVICE void clear_own() const {
+    for (int w = 0; w < kWords; ++w) words[w * kThreads + static_cast<int>(threadIdx.x)] = 0u;
+  }
 
   // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
   SGTOPK_DEVICE u32 operator()(int number) const {
@@ -87,8 +80,7 @@ struct FloorMarks {
   }
 
   // This thread's marked vectors of the body, as body indices in ascending
-  // order, then -1. Reads only the words of the row's own chunks (the words
-  // past them hold an earlier row's marks).
+  // order, then -1. Reads only the words of the row's own chunks.
   struct Cursor {
     const u32* words;
     int word;        // the word `fields` came from
@@ -127,11 +119,8 @@ struct FloorMarks {
 // the words): the classification pass reads everything.
 template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_>
 struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_> : EveryVector {
-  struct Recorder {
-    SGTOPK_DEVICE void record(int, u32) {}
-    SGTOPK_DEVICE void flush() {}
-  };
-  SGTOPK_DEVICE Recorder recorder() const { return Recorder{}; }
+  SGTOPK_DEVICE void record(int, int, u32) const {}
+  SGTOPK_DEVICE void clear_own() const {}
   static SGTOPK_DEVICE u32 vectors_of(u32) { return 0u; }
 };
 

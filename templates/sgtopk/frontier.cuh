@@ -80,6 +80,7 @@ struct SelectionState {
   u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
   u32 known_key_bits;   // high ordered-key bits the round-1 candidates share (DigitSchedule)
   u32 frontier_high_key;  // sampled routes: the highest stored candidate's ordered key
+  u32 units_taken;      // the histogram pass's work units handed out (row_stream.cuh, for_each_unit)
   u64 prefix;           // rank_key >> shift(last resolved round)
 };
 
@@ -100,6 +101,7 @@ SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_th
     state.prefix = 0ull;
     state.known_key_bits = 0u;
     state.frontier_high_key = 0u;
+    state.units_taken = 0u;
     state.floor_bin = 0u;
     state.floor_low_key = ordered_key(__int_as_float(0xff800000));
     state.admit_by_threshold = admit_by_threshold;

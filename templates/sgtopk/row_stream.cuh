@@ -98,12 +98,13 @@ struct VectorSlots {
 };
 
 // One block-wide chunk of the vector body as one thread holds it: v[u] is
-// the body's vector base + u * kThreads + thread.
+// the body's vector number * kThreads * kUnroll + u * kThreads + slot.
 template <int kThreads, int kUnroll>
 struct VectorChunk : VectorSlots<kUnroll> {
   const float* row;  // the row's first score
   int first;  // row index of v[0].x
   int number;  // the chunk's place in the body (0: its first), whichever way the pass walks
+  int slot;    // the thread slot held: threadIdx.x, or a work unit's (for_each_unit)
 
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
   // score(n) for an n known only at run time (a register array cannot be
@@ -209,10 +210,58 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
     chunk.row = row;
     chunk.first = head + 4 * (base + t);
     chunk.number = number;
+    chunk.slot = t;
     chunk.valid = valid;
     visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
   }
   for (int i = head + 4 * vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
+}
+
+// for_each_chunk's visit (every vector) with warp-sized work units handed
+// out at run time: unit u is warp slot u % kWarps of the chunk u / kWarps
+// from the start (kBackward: from the end), taken by whichever warp asks
+// next (`units_taken`: a shared counter, zero before the pass). A warp whose
+// loads come back late takes fewer units instead of holding the block at the
+// barrier after the pass: with fixed slices, warps waited there ~13% of a
+// 2^17 row's time on average (bench/NOTES.md, eighth session). The chunk
+// reaches the visitor as its slot's lanes hold it (chunk.slot). No register
+// double buffer and no L2 look-ahead here.
+template <typename Shape, bool kBackward, typename VisitChunk, typename VisitScalar>
+SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, VisitChunk&& visit_chunk,
+                                 VisitScalar&& visit_scalar) {
+  static_assert(Shape::kVectorLoads, "units of 16-byte vectors");
+  constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll, kWarps = kThreads / 32;
+  constexpr int kChunk = kThreads * kUnroll;
+  const int t = threadIdx.x, lane = t & 31;
+  const VectorBody shape = vector_body(row, len);
+  for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
+  const int chunks = (shape.vectors + kChunk - 1) / kChunk;
+  const u32 units = static_cast<u32>(chunks) * static_cast<u32>(kWarps);
+  for (;;) {
+    u32 unit = 0u;
+    if (lane == 0) unit = atomicAdd(units_taken, 1u);
+    unit = __shfl_sync(0xffffffffu, unit, 0);
+    if (unit >= units) break;  // warp-uniform
+    const int ordinal = static_cast<int>(unit / kWarps);
+    const int number = kBackward ? chunks - 1 - ordinal : ordinal;
+    const int slot = static_cast<int>(unit % kWarps) * 32 + lane;
+    const int base = number * kChunk;
+    VectorChunk<kThreads, kUnroll> chunk;
+    chunk.valid = 0u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * kThreads + slot < shape.vectors) chunk.valid |= 1u << u;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      chunk.v[u] = ((chunk.valid >> u) & 1u) ? load_vector(shape.body + base + u * kThreads + slot)
+                                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    chunk.row = row;
+    chunk.first = shape.head + 4 * (base + slot);
+    chunk.number = number;
+    chunk.slot = slot;
+    visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
+  }
+  for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
 
 // Visits the body's vectors that `next` names, kUnroll at a time per thread,
@@ -269,9 +318,13 @@ template <int kThreads, int kItems>
 struct RegisterRow {
   float value[kItems];
   int len;
+  // As a chunk (below): the row's only one, in this thread's own slot.
+  static constexpr int number = 0;
+  int slot;
 
   SGTOPK_DEVICE void load(const float* row, int row_len) {
     len = row_len;
+    slot = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = u * kThreads + static_cast<int>(threadIdx.x);
@@ -317,6 +370,10 @@ struct RegisterRow {
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
+  template <bool kBackward, typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_unit(u32*, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    for_each_chunk(visit_chunk, visit_scalar);
+  }
   template <typename Want, typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_wanted_chunk(const Want&, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     for_each_chunk(visit_chunk, visit_scalar);
@@ -346,6 +403,11 @@ struct StreamedRow {
   template <typename VisitChunk, typename VisitScalar>
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     sgtopk::for_each_chunk<Shape, true>(row, len, EveryVector{}, visit_chunk, visit_scalar);
+  }
+  // Every vector, in warp-sized units any warp may take (sgtopk::for_each_unit).
+  template <bool kBackward, typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_unit(u32* units_taken, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    sgtopk::for_each_unit<Shape, kBackward>(row, len, units_taken, visit_chunk, visit_scalar);
   }
   // Only the vectors `want` asks for (the head and the tail always): chunk
   // by chunk, or gathered across chunks where `want` can list them

@@ -85,6 +85,9 @@ static constexpr int floor_mark_words() {
 #ifndef GATHER
 #define GATHER true
 #endif
+#ifndef UNITS
+#define UNITS (VECTOR && !PREFETCH)
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -125,6 +128,7 @@ struct Config {
   static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarks = GATHER;
+  static constexpr bool kWorkUnits = UNITS;
 };
 
 static unsigned okey(float x) {
