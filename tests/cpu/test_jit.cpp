@@ -400,6 +400,30 @@ TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "12");
 }
 
+TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
+  const Policy d = Policy::defaults();
+  ASSERT_TRUE(d.direct.gather_marked);
+  ASSERT_TRUE(d.direct.work_units);
+  const auto constant = [](const Policy& policy, int64_t width, const char* name) {
+    return plan_for(2048, width, 0, "sm_90", policy, "direct_exact", 64).constant(name);
+  };
+  // Streamed rows with marks gather them; register rows and rows without
+  // marks have none to gather.
+  EXPECT_EQ(constant(d, 1 << 20, "kGatherMarks"), "true");
+  EXPECT_EQ(constant(d, 4096, "kGatherMarks"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 1 << 20, "kGatherMarks"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.gather_marked = false; }), 1 << 20, "kGatherMarks"), "false");
+  // Work units need the 16-byte body and give way to both look-aheads.
+  EXPECT_EQ(constant(d, 1 << 20, "kWorkUnits"), "true");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.vector_bytes = 4; }), 1 << 20, "kWorkUnits"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.prefetch_next_chunk = true; }), 1 << 20, "kWorkUnits"),
+            "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.prefetch_l2_chunks = 1; }), 1 << 20, "kWorkUnits"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.work_units = false; }), 1 << 20, "kWorkUnits"), "false");
+  // The sampled family's exact recovery route follows the same policy.
+  EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 4096).constant("kWorkUnits"), "true");
+}
+
 TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {
   const Policy d = Policy::defaults();
   ASSERT_EQ(d.sampled.workers_per_sm, 2);
