@@ -18,10 +18,12 @@
 // nor on uniform rows, where a few candidates sit in every warp's chunk and
 // the pass's instructions, not its bytes, set the time.
 //
-// Storage: kUnroll bits per (thread, chunk), packed per thread into kWords
-// shared words laid out word-major (words[w * kThreads + t]), so a thread
-// touches only its own words: no barrier between the passes beyond the one
-// they already have. The planner sizes kWords for the plan's width.
+// Storage: kUnroll bits per (thread slot, chunk), packed per slot into
+// kWords shared words laid out word-major (words[w * kThreads + slot]). Pass
+// 1 may hand a slot's chunks to any warp (row_stream.cuh, for_each_unit), so
+// it sets fields by atomicOr; pass 2 reads, and each thread clears, only its
+// own slot's words, so the barriers the passes already have suffice. The
+// planner sizes kWords for the plan's width.
 #pragma once
 #include "sgtopk/row_stream.cuh"
 
