@@ -34,7 +34,8 @@ std::string flag(bool v) { return v ? "true" : "false"; }
 // The constants every select family shares: the direct-exact body is also
 // the sampled family's recovery route, so both carry its whole Config.
 std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy, int threads,
-                                                                  int register_items, int floor_mark_words) {
+                                                                  int register_items, int floor_mark_words,
+                                                                  int64_t marked_bin_vectors) {
   const SelectDirectPolicy& d = policy.direct;
   const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
   return {
@@ -63,6 +64,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFloorMarkWords", str(floor_mark_words)},
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
+      {"kMarkedBinVectors", str(marked_bin_vectors)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -89,6 +91,8 @@ int floor_mark_words(const Problem& p, const SelectDirectPolicy& d) {
 unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
   return static_cast<unsigned>(words) * static_cast<unsigned>(d.block_threads) * 4u;
 }
+// With them, each 16-byte vector's highest coarse bin, 2 bytes, in words.
+unsigned marked_bins_bytes(int64_t vectors) { return static_cast<unsigned>((vectors + 1) / 2 * 4); }
 
 // The most dynamic shared memory one block may opt into, per architecture
 // (CUDA programming guide, "Technical Specifications"); 0: not known here.
@@ -158,9 +162,21 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
     const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
     if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) > limit) mark_words = 0;
   }
+  // Their highest bins where the widest row's all fit in the policy's bytes
+  // and beside the rest (else none: plain marks).
+  int64_t bin_vectors = 0;
+  if (mark_words > 0 && d.marked_bins_bytes > 0) {
+    const int64_t vectors = (p.width + 3) / 4;
+    const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
+    const unsigned bytes = marked_bins_bytes(vectors);
+    if (bytes <= static_cast<unsigned>(d.marked_bins_bytes) &&
+        select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + bytes <= limit)
+      bin_vectors = vectors;
+  }
   Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
-                              d.workers_per_sm, p, policy, target, floor_marks_bytes(mark_words, d));
-  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words);
+                              d.workers_per_sm, p, policy, target,
+                              floor_marks_bytes(mark_words, d) + (bin_vectors > 0 ? marked_bins_bytes(bin_vectors) : 0u));
+  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words, bin_vectors);
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }
@@ -170,7 +186,7 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
   Plan plan = persistent_plan("sampled", "agent_sampled.cuh", "SampledAgent", sp.block_threads, sp.workers_per_sm, p,
                               policy, target);
 
-  plan.constants = select_constants(p, policy, sp.block_threads, 0, 0);  // no floor marks in the recovery
+  plan.constants = select_constants(p, policy, sp.block_threads, 0, 0, 0);  // no floor marks in the recovery
   // Strides, view block and sample ranks are fixed here, once, by the
   // functions the CPU reference uses (reference::stride_for_rank,
   // view_block_for_rank, sample_rank), never on the GPU.

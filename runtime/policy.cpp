@@ -231,6 +231,12 @@ const std::vector<Section>& sections() {
                    "with floor marks: the classification pass gathers each thread's marked vectors\n"
                    "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n"
                    "and waiting out a memory latency per chunk for a few vectors (bench/NOTES.md)"),
+           integer("marked_bins_bytes", SGTOPK_MEMBER(direct.marked_bins_bytes), {0, 232448},
+                   "with floor marks: the histogram pass also keeps each marked vector's highest coarse bin\n"
+                   "(2 bytes per 16-byte vector of the widest row, shared memory) where all of them fit in\n"
+                   "this many bytes and beside the rest, and the classification pass reads only the marked\n"
+                   "vectors reaching the final boundary bin: early in a row the floor is low and marks\n"
+                   "many more (0: off; 131072: rows up to 262144 wide; bench/NOTES.md)"),
            boolean("work_units", SGTOPK_MEMBER(direct.work_units),
                    "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"

@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kWorkUnits.
+//   kGatherMarks, kMarkedBinVectors, kWorkUnits.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -40,7 +40,7 @@ struct DirectExactAgent {
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
   typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
-                     Config::kGatherMarks>
+                     Config::kGatherMarks, Config::kMarkedBinVectors>
       StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 
@@ -50,7 +50,7 @@ struct DirectExactAgent {
   static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;
   static constexpr unsigned kSortBytes = Config::kSorted ? Config::kSortSlots * 8u : 0u;
   static constexpr unsigned kMarksOffset = kStateBytes + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
-  static constexpr unsigned kSharedBytes = kMarksOffset + Config::kFloorMarkWords * Config::kThreads * 4u;
+  static constexpr unsigned kSharedBytes = kMarksOffset + StreamMarks::kSharedWords * 4u;
 
   // A row with len <= K: every valid index, no selection.
   static SGTOPK_DEVICE void select_short_row(const Output& out, const float* scores, int len, u64* sort_buffer) {
@@ -110,7 +110,7 @@ struct DirectExactAgent {
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
         above &= chunk.live_mask();
-        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.slot, Marks::vectors_of(above));
+        if constexpr (Marks::kSelective) marks.record(chunk, Marks::vectors_of(above));
         if (__popc(above) > 4) {
           // Crowded (a plateau at the floor, ReLU zeros): every marked
           // score from its register, unrolled, rather than one re-read each.
@@ -127,7 +127,7 @@ struct DirectExactAgent {
           const u32 bin = coarse_key(chunk.score(n));
           if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
         }
-        if constexpr (Marks::kSelective) marks.record(chunk.number, chunk.slot, chunk.valid);  // no floor yet: all of it
+        if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
       }
       // Once per chunk, by the warp holding one of its slots, a different
       // slot each chunk (fixed slices: a different warp), so no warp falls
@@ -188,7 +188,10 @@ struct DirectExactAgent {
     w.store.global_value = slice;
     w.store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
     w.sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
-    if constexpr (StreamMarks::kSelective) w.marks.words = reinterpret_cast<u32*>(shared_bytes + kMarksOffset);
+    if constexpr (StreamMarks::kSelective) {
+      w.marks.words = reinterpret_cast<u32*>(shared_bytes + kMarksOffset);
+      w.marks.bins = reinterpret_cast<unsigned short*>(w.marks.words + Config::kFloorMarkWords * Config::kThreads);
+    }
     return w;
   }
 

@@ -24,14 +24,30 @@
 // it sets fields by atomicOr; pass 2 reads, and each thread clears, only its
 // own slot's words, so the barriers the passes already have suffice. The
 // planner sizes kWords for the plan's width.
+//
+// Marked bins (kBinVectors > 0): a mark only says a vector passed the floor
+// of its moment, and early in a row that floor is low: the first chunk is
+// marked whole, the next ones at the K-th score of a few chunks (27% of the
+// vectors at 131072 above, against 6% holding a score at or above the final
+// boundary bin). So pass 1 also keeps each marked vector's highest coarse
+// bin (2 bytes, shared, indexed by the body vector), and pass 2, knowing the
+// final boundary bin (at_boundary), reads only the marked vectors that reach
+// it. Written for marked vectors only and read only for those, so nothing
+// needs clearing between rows. The planner grants it where every vector of
+// the widest row fits (kBinVectors = its vector count), else 0.
 #pragma once
+#include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false>
+template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false, int kBinVectors_ = 0>
 struct FloorMarks {
   static constexpr bool kSelective = true;
+  // Body vectors [0, kBinVectors) keep their highest coarse bin when marked.
+  static constexpr int kBinVectors = kBinVectors_;
+  // Shared memory, in words: the marks, then the bins (2 bytes each).
+  static constexpr int kSharedWords = kWords * kThreads + (kBinVectors + 1) / 2;
   // The classification pass gathers the marked vectors kUnroll at a time
   // across chunks (row_stream.cuh's for_each_gathered, through cursor())
   // instead of visiting chunk by chunk. Chunk by chunk, a warp waited out
@@ -48,18 +64,36 @@ struct FloorMarks {
   static constexpr int kPerWord = 32 / kBits;
   static constexpr u32 kField = kBits == 32 ? ~0u : (1u << kBits) - 1u;
 
-  u32* words;  // kWords * kThreads, shared
+  u32* words;             // kWords * kThreads, shared
+  unsigned short* bins;   // kBinVectors, shared, after the words
+  u32 boundary = 0u;      // pass 2: the final boundary bin (0: every marked vector reaches it)
 
-  // Pass 1's writer. Bit u of `vectors`: v[u] of chunk `number`, in thread
-  // slot `slot`, must be read again. The pass may hand a slot's chunks to
-  // any warp (for_each_unit), so fields reach their words by atomicOr, on
+  // Pass 1's writer. Bit u of `vectors`: the chunk's v[u] (chunk `number`,
+  // thread slot `slot`) must be read again. The pass may hand a slot's chunks
+  // to any warp (for_each_unit), so fields reach their words by atomicOr, on
   // words cleared before the row (clear_own). Past the planned words (never,
   // for rows the plan admits) nothing is stored, and the classification pass
-  // reads those chunks whole.
-  SGTOPK_DEVICE void record(int number, int slot, u32 vectors) const {
-    const int w = number / kPerWord;
+  // reads those chunks whole. A marked vector's bin is its own (one thread
+  // visits it): a plain store.
+  template <typename Chunk>
+  SGTOPK_DEVICE void record(const Chunk& chunk, u32 vectors) const {
+    const int w = chunk.number / kPerWord;
     if (vectors != 0u && w < kWords)
-      atomicOr(&words[w * kThreads + slot], (vectors & kField) << ((number % kPerWord) * kBits));
+      atomicOr(&words[w * kThreads + chunk.slot], (vectors & kField) << ((chunk.number % kPerWord) * kBits));
+    if constexpr (kBinVectors > 0) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int j = vector_index(chunk.number, u, chunk.slot);
+        if (((vectors >> u) & 1u) && j < kBinVectors) bins[j] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
+      }
+    }
+  }
+  // Pass 2 from the final boundary bin on: the marked vectors below it
+  // (their highest bin recorded, under it) are left out.
+  SGTOPK_DEVICE FloorMarks at_boundary(u32 bin) const {
+    FloorMarks m = *this;
+    m.boundary = bin;
+    return m;
   }
   // This thread's own words: only it reads them (the classification pass),
   // so it may clear them once its own reading is over; the barrier that
@@ -71,8 +105,14 @@ struct FloorMarks {
   // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
   SGTOPK_DEVICE u32 operator()(int number) const {
     if (number >= kWords * kPerWord) return ~0u;
-    return (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) &
-           kField;
+    u32 field =
+        (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) & kField;
+    if constexpr (kBinVectors > 0) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (((field >> u) & 1u) && !reaches(vector_index(number, u, static_cast<int>(threadIdx.x)))) field &= ~(1u << u);
+    }
+    return field;
   }
 
   // Can cursor() list a body of `vectors` 16-byte vectors? Not past the
@@ -85,25 +125,41 @@ struct FloorMarks {
   // order, then -1. Reads only the words of the row's own chunks.
   struct Cursor {
     const u32* words;
+    const unsigned short* bins;
+    u32 boundary;
     int word;        // the word `fields` came from
     int last_word;   // the row's last word
     u32 fields;      // its marks not yet listed
     SGTOPK_DEVICE int operator()() {
-      while (fields == 0u) {
-        if (word >= last_word) return -1;
-        ++word;
-        fields = words[word * kThreads + static_cast<int>(threadIdx.x)];
+      for (;;) {
+        while (fields == 0u) {
+          if (word >= last_word) return -1;
+          ++word;
+          fields = words[word * kThreads + static_cast<int>(threadIdx.x)];
+        }
+        const int bit = __ffs(fields) - 1;
+        fields &= fields - 1u;
+        const int j = vector_index(word * kPerWord + bit / kBits, bit % kBits, static_cast<int>(threadIdx.x));
+        if (reaches(bins, boundary, j)) return j;
       }
-      const int bit = __ffs(fields) - 1;
-      fields &= fields - 1u;
-      const int number = word * kPerWord + bit / kBits;
-      return (number * kUnroll + bit % kBits) * kThreads + static_cast<int>(threadIdx.x);
     }
   };
   SGTOPK_DEVICE Cursor cursor(int vectors) const {
     const int chunks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-    return Cursor{words, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
+    return Cursor{words, bins, boundary, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
   }
+
+  // Body index of v[u] of chunk `number` in thread slot `slot`.
+  static SGTOPK_DEVICE int vector_index(int number, int u, int slot) { return (number * kUnroll + u) * kThreads + slot; }
+  // Does marked vector j hold a score at or above the boundary bin? (Yes
+  // where no bin is kept.)
+  SGTOPK_DEVICE bool reaches(int j) const { return reaches(bins, boundary, j); }
+  static SGTOPK_DEVICE bool reaches(const unsigned short* bins, u32 boundary, int j) {
+    if constexpr (kBinVectors > 0) return j >= kBinVectors || bins[j] >= boundary;
+    return true;
+  }
+  // The coarse bin of a vector's highest score (NaN, lowest, only if all are).
+  static SGTOPK_DEVICE u32 highest_bin(const float4& v) { return coarse_key(fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); }
 
   // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit
   // set: each nibble ORed into its low bit, then those bits gathered.
@@ -119,9 +175,11 @@ struct FloorMarks {
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_> : EveryVector {
-  SGTOPK_DEVICE void record(int, int, u32) const {}
+template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kBinVectors_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kBinVectors_> : EveryVector {
+  static constexpr int kSharedWords = 0;
+  template <typename Chunk>
+  SGTOPK_DEVICE void record(const Chunk&, u32) const {}
   SGTOPK_DEVICE void clear_own() const {}
   static SGTOPK_DEVICE u32 vectors_of(u32) { return 0u; }
 };
