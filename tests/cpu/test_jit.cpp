@@ -366,10 +366,11 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
-  // 1024 x 4, 8 chunks of 4 bits per word: 2 words per thread.
+  // 1024 x 4, 8 chunks of 4 bits per word: 2 words per thread; and their
+  // bins, 2 bytes per vector.
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
   EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u, direct.dynamic_smem_bytes);
+  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 65536u * 2u, direct.dynamic_smem_bytes);
 }
 
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
@@ -422,6 +423,31 @@ TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
   EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.work_units = false; }), 1 << 20, "kWorkUnits"), "false");
   // The sampled family's exact recovery route follows the same policy.
   EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 4096).constant("kWorkUnits"), "true");
+}
+
+TEST(JitPlanner, MarkedBinsWhereTheWholeRowFits) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.direct.marked_bins_bytes, 131072);
+  const auto plan = [](const Policy& policy, int64_t width) {
+    return plan_for(2048, width, 0, "sm_90", policy, "direct_exact", 64);
+  };
+  // One bin (2 bytes) per 16-byte vector of the widest row, up to the policy's bytes.
+  EXPECT_EQ(plan(d, 131072).constant("kMarkedBinVectors"), "32768");
+  EXPECT_EQ(plan(d, 262143).constant("kMarkedBinVectors"), "65536");
+  EXPECT_EQ(plan(d, 262145).constant("kMarkedBinVectors"), "0");
+  EXPECT_EQ(plan(d, 1 << 20).constant("kMarkedBinVectors"), "0");
+  // They cost their bytes of shared memory, on top of the marks.
+  const Policy none = edited_policy([](Policy& p) { p.direct.marked_bins_bytes = 0; });
+  EXPECT_EQ(plan(none, 131072).constant("kMarkedBinVectors"), "0");
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 65536u);
+  // Only with marks: not for register rows, nor without floor marks, nor in
+  // the sampled family's recovery.
+  EXPECT_EQ(plan(d, 4096).constant("kMarkedBinVectors"), "0");
+  EXPECT_EQ(plan(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 131072).constant("kMarkedBinVectors"),
+            "0");
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "sampled", 4096).constant("kMarkedBinVectors"), "0");
+  // Not where they would not fit beside the rest (sm_75: 64 KB in all).
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_75", d, "direct_exact", 64).constant("kMarkedBinVectors"), "0");
 }
 
 TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {

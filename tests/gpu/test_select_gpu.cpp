@@ -379,6 +379,30 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nfloor_marks = false\n";
     out.push_back(c);
   }
+  {  // Plain floor marks (the default also keeps each marked vector's highest
+    // bin where the row fits, and reads only those reaching the boundary).
+    Case c;
+    c.name = "direct_without_marked_bins";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 200001;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nmarked_bins_bytes = 0\n";
+    out.push_back(c);
+  }
+  {  // Marked bins at the widest row that gets them, a small K (a high
+    // boundary bin: most marked vectors are left out), chunk by chunk.
+    Case c;
+    c.name = "direct_marked_bins_chunkwise_k7";
+    c.k = 7;
+    c.rows = 90;
+    c.width = 262143;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_SORTED;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\ngather_marked = false\n";
+    out.push_back(c);
+  }
   {  // The marked vectors visited chunk by chunk (the default gathers them
     // across chunks: row_stream.cuh, for_each_gathered).
     Case c;
