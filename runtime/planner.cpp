@@ -35,7 +35,7 @@ std::string flag(bool v) { return v ? "true" : "false"; }
 // the sampled family's recovery route, so both carry its whole Config.
 std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy, int threads,
                                                                   int register_items, int floor_mark_words,
-                                                                  int64_t marked_bin_vectors) {
+                                                                  int marked_bin_chunks) {
   const SelectDirectPolicy& d = policy.direct;
   const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
   return {
@@ -64,7 +64,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFloorMarkWords", str(floor_mark_words)},
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
-      {"kMarkedBinVectors", str(marked_bin_vectors)},
+      {"kMarkedBinChunks", str(marked_bin_chunks)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -91,8 +91,11 @@ int floor_mark_words(const Problem& p, const SelectDirectPolicy& d) {
 unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
   return static_cast<unsigned>(words) * static_cast<unsigned>(d.block_threads) * 4u;
 }
-// With them, each 16-byte vector's highest coarse bin, 2 bytes, in words.
-unsigned marked_bins_bytes(int64_t vectors) { return static_cast<unsigned>((vectors + 1) / 2 * 4); }
+// With them, the highest coarse bin (2 bytes) of each vector of the first
+// chunks the histogram pass reads, in words.
+unsigned marked_bins_bytes(int chunks, const SelectDirectPolicy& d) {
+  return static_cast<unsigned>((int64_t{chunks} * d.block_threads * d.loads_in_flight + 1) / 2 * 4);
+}
 
 // The most dynamic shared memory one block may opt into, per architecture
 // (CUDA programming guide, "Technical Specifications"); 0: not known here.
@@ -162,21 +165,21 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
     const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
     if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) > limit) mark_words = 0;
   }
-  // Their highest bins where the widest row's all fit in the policy's bytes
-  // and beside the rest (else none: plain marks).
-  int64_t bin_vectors = 0;
-  if (mark_words > 0 && d.marked_bins_bytes > 0) {
-    const int64_t vectors = (p.width + 3) / 4;
+  // With marks, the bins of the first chunks read (no more chunks than the
+  // widest row has), where they fit beside the rest (else plain marks).
+  int bin_chunks = 0;
+  if (mark_words > 0 && d.marked_bin_chunks > 0) {
+    const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
+    const int64_t chunks = ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
+    bin_chunks = static_cast<int>(std::min<int64_t>(d.marked_bin_chunks, chunks));
     const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
-    const unsigned bytes = marked_bins_bytes(vectors);
-    if (bytes <= static_cast<unsigned>(d.marked_bins_bytes) &&
-        select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + bytes <= limit)
-      bin_vectors = vectors;
+    if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d) > limit)
+      bin_chunks = 0;
   }
   Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
                               d.workers_per_sm, p, policy, target,
-                              floor_marks_bytes(mark_words, d) + (bin_vectors > 0 ? marked_bins_bytes(bin_vectors) : 0u));
-  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words, bin_vectors);
+                              floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d));
+  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words, bin_chunks);
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }

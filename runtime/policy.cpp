@@ -231,12 +231,12 @@ const std::vector<Section>& sections() {
                    "with floor marks: the classification pass gathers each thread's marked vectors\n"
                    "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n"
                    "and waiting out a memory latency per chunk for a few vectors (bench/NOTES.md)"),
-           integer("marked_bins_bytes", SGTOPK_MEMBER(direct.marked_bins_bytes), {0, 232448},
-                   "with floor marks: the histogram pass also keeps each marked vector's highest coarse bin\n"
-                   "(2 bytes per 16-byte vector of the widest row, shared memory) where all of them fit in\n"
-                   "this many bytes and beside the rest, and the classification pass reads only the marked\n"
-                   "vectors reaching the final boundary bin: early in a row the floor is low and marks\n"
-                   "many more (0: off; 131072: rows up to 262144 wide; bench/NOTES.md)"),
+           integer("marked_bin_chunks", SGTOPK_MEMBER(direct.marked_bin_chunks), {0, 16},
+                   "with floor marks: for this many block-wide chunks the histogram pass reads first, it\n"
+                   "also keeps each marked vector's highest coarse bin (2 bytes of shared memory per\n"
+                   "vector: 8 KB a chunk at 1024 threads x 4 loads), and the classification pass reads\n"
+                   "only those reaching the final boundary bin: the floor is low early in a row and\n"
+                   "marks many more there (0: off; bench/NOTES.md)"),
            boolean("work_units", SGTOPK_MEMBER(direct.work_units),
                    "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"

@@ -36,7 +36,7 @@ struct SelectDirectPolicy {
   bool floor_marks = true;               // the classification pass reads only what passed the histogram pass's floor
   int sparse_vectors = 2;                // with floor marks: lanes with at most this many marked vectors classify only those, 0..8
   bool gather_marked = true;             // with floor marks: the classification pass loads the marked vectors across chunks
-  int marked_bins_bytes = 131072;        // with floor marks: shared bytes for the marked vectors' highest bins (0: off)
+  int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;

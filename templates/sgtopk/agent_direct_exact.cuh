@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kMarkedBinVectors, kWorkUnits.
+//   kGatherMarks, kMarkedBinChunks, kWorkUnits.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -40,7 +40,7 @@ struct DirectExactAgent {
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
   typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
-                     Config::kGatherMarks, Config::kMarkedBinVectors>
+                     Config::kGatherMarks, Config::kMarkedBinChunks, Config::kHistogramBackward>
       StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 
@@ -224,7 +224,8 @@ struct DirectExactAgent {
       } else {
         StreamRow row;
         row.load(task.scores, task.len);
-        select_row(*w.state, w.store, row, task.out, w.marks, task.scores, task.len, w.sort_buffer, clock);
+        select_row(*w.state, w.store, row, task.out, w.marks.for_row(task.scores, task.len), task.scores, task.len,
+                   w.sort_buffer, clock);
       }
       __syncthreads();  // shared state is reused by the next row
       clock.lap(kCyclesRecovery);  // the row's set-up, the short route, the last barrier

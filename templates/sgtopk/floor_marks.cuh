@@ -25,29 +25,34 @@
 // own slot's words, so the barriers the passes already have suffice. The
 // planner sizes kWords for the plan's width.
 //
-// Marked bins (kBinVectors > 0): a mark only says a vector passed the floor
+// Marked bins (kBinChunks > 0): a mark only says a vector passed the floor
 // of its moment, and early in a row that floor is low: the first chunk is
 // marked whole, the next ones at the K-th score of a few chunks (27% of the
 // vectors at 131072 above, against 6% holding a score at or above the final
-// boundary bin). So pass 1 also keeps each marked vector's highest coarse
-// bin (2 bytes, shared, indexed by the body vector), and pass 2, knowing the
-// final boundary bin (at_boundary), reads only the marked vectors that reach
-// it. Written for marked vectors only and read only for those, so nothing
-// needs clearing between rows. The planner grants it where every vector of
-// the widest row fits (kBinVectors = its vector count), else 0.
+// boundary bin). So for the first kBinChunks chunks the pass reads (from the
+// row's end when it walks backward), pass 1 also keeps each marked vector's
+// highest coarse bin (2 bytes, shared), and pass 2, knowing the final
+// boundary bin (at_boundary), reads only the marked vectors of those chunks
+// that reach it. Written for marked vectors only and read only for those,
+// so nothing needs clearing between rows. Only the first chunks: bins for
+// a whole row cost L1 (shared memory comes out of it), and the floor is
+// close to the boundary after a few chunks anyway.
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false, int kBinVectors_ = 0>
+template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false, int kBinChunks_ = 0,
+          bool kBinsAtEnd_ = false>
 struct FloorMarks {
   static constexpr bool kSelective = true;
-  // Body vectors [0, kBinVectors) keep their highest coarse bin when marked.
-  static constexpr int kBinVectors = kBinVectors_;
+  // The chunks pass 1 reads first keep their marked vectors' highest bins:
+  // kBinChunks of them, the row's last ones where the pass walks backward.
+  static constexpr int kBinChunks = kBinChunks_;
+  static constexpr bool kBinsAtEnd = kBinsAtEnd_;
   // Shared memory, in words: the marks, then the bins (2 bytes each).
-  static constexpr int kSharedWords = kWords * kThreads + (kBinVectors + 1) / 2;
+  static constexpr int kSharedWords = kWords * kThreads + (kBinChunks * kThreads * kUnroll + 1) / 2;
   // The classification pass gathers the marked vectors kUnroll at a time
   // across chunks (row_stream.cuh's for_each_gathered, through cursor())
   // instead of visiting chunk by chunk. Chunk by chunk, a warp waited out
@@ -65,8 +70,17 @@ struct FloorMarks {
   static constexpr u32 kField = kBits == 32 ? ~0u : (1u << kBits) - 1u;
 
   u32* words;             // kWords * kThreads, shared
-  unsigned short* bins;   // kBinVectors, shared, after the words
+  unsigned short* bins;   // kBinChunks * kThreads * kUnroll, shared, after the words
+  int bin_first = 0;      // the row's first chunk with bins (for_row)
   u32 boundary = 0u;      // pass 2: the final boundary bin (0: every marked vector reaches it)
+
+  // This row's marks: which of its chunks keep bins.
+  SGTOPK_DEVICE FloorMarks for_row(const float* row, int len) const {
+    FloorMarks m = *this;
+    const int chunks = (vector_body(row, len).vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+    m.bin_first = kBinsAtEnd && chunks > kBinChunks ? chunks - kBinChunks : 0;
+    return m;
+  }
 
   // Pass 1's writer. Bit u of `vectors`: the chunk's v[u] (chunk `number`,
   // thread slot `slot`) must be read again. The pass may hand a slot's chunks
@@ -80,12 +94,12 @@ struct FloorMarks {
     const int w = chunk.number / kPerWord;
     if (vectors != 0u && w < kWords)
       atomicOr(&words[w * kThreads + chunk.slot], (vectors & kField) << ((chunk.number % kPerWord) * kBits));
-    if constexpr (kBinVectors > 0) {
+    const int binned = chunk.number - bin_first;
+    if (kBinChunks > 0 && binned >= 0 && binned < kBinChunks) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int j = vector_index(chunk.number, u, chunk.slot);
-        if (((vectors >> u) & 1u) && j < kBinVectors) bins[j] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
-      }
+      for (int u = 0; u < kUnroll; ++u)
+        if ((vectors >> u) & 1u)
+          bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
     }
   }
   // Pass 2 from the final boundary bin on: the marked vectors below it
@@ -107,10 +121,10 @@ struct FloorMarks {
     if (number >= kWords * kPerWord) return ~0u;
     u32 field =
         (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) & kField;
-    if constexpr (kBinVectors > 0) {
+    if constexpr (kBinChunks > 0) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (((field >> u) & 1u) && !reaches(vector_index(number, u, static_cast<int>(threadIdx.x)))) field &= ~(1u << u);
+        if (((field >> u) & 1u) && !reaches(bins, bin_first, boundary, number, u)) field &= ~(1u << u);
     }
     return field;
   }
@@ -126,6 +140,7 @@ struct FloorMarks {
   struct Cursor {
     const u32* words;
     const unsigned short* bins;
+    int bin_first;
     u32 boundary;
     int word;        // the word `fields` came from
     int last_word;   // the row's last word
@@ -139,24 +154,25 @@ struct FloorMarks {
         }
         const int bit = __ffs(fields) - 1;
         fields &= fields - 1u;
-        const int j = vector_index(word * kPerWord + bit / kBits, bit % kBits, static_cast<int>(threadIdx.x));
-        if (reaches(bins, boundary, j)) return j;
+        const int number = word * kPerWord + bit / kBits, u = bit % kBits;
+        if (reaches(bins, bin_first, boundary, number, u))
+          return (number * kUnroll + u) * kThreads + static_cast<int>(threadIdx.x);
       }
     }
   };
   SGTOPK_DEVICE Cursor cursor(int vectors) const {
     const int chunks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-    return Cursor{words, bins, boundary, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
+    return Cursor{words, bins, bin_first, boundary, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
   }
 
-  // Body index of v[u] of chunk `number` in thread slot `slot`.
-  static SGTOPK_DEVICE int vector_index(int number, int u, int slot) { return (number * kUnroll + u) * kThreads + slot; }
-  // Does marked vector j hold a score at or above the boundary bin? (Yes
-  // where no bin is kept.)
-  SGTOPK_DEVICE bool reaches(int j) const { return reaches(bins, boundary, j); }
-  static SGTOPK_DEVICE bool reaches(const unsigned short* bins, u32 boundary, int j) {
-    if constexpr (kBinVectors > 0) return j >= kBinVectors || bins[j] >= boundary;
-    return true;
+  // Where v[u] of the `binned`-th chunk with bins, in thread slot `slot`, keeps its bin.
+  static SGTOPK_DEVICE int bin_slot(int binned, int u, int slot) { return (binned * kUnroll + u) * kThreads + slot; }
+  // Does this thread's marked v[u] of chunk `number` hold a score at or above
+  // the boundary bin? (Yes where no bin is kept.)
+  static SGTOPK_DEVICE bool reaches(const unsigned short* bins, int bin_first, u32 boundary, int number, int u) {
+    const int binned = number - bin_first;
+    if (kBinChunks == 0 || binned < 0 || binned >= kBinChunks) return true;
+    return bins[bin_slot(binned, u, static_cast<int>(threadIdx.x))] >= boundary;
   }
   // The coarse bin of a vector's highest score (NaN, lowest, only if all are).
   static SGTOPK_DEVICE u32 highest_bin(const float4& v) { return coarse_key(fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); }
@@ -175,9 +191,10 @@ struct FloorMarks {
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kBinVectors_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kBinVectors_> : EveryVector {
+template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kBinChunks_, bool kBinsAtEnd_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kBinChunks_, kBinsAtEnd_> : EveryVector {
   static constexpr int kSharedWords = 0;
+  SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }
   template <typename Chunk>
   SGTOPK_DEVICE void record(const Chunk&, u32) const {}
   SGTOPK_DEVICE void clear_own() const {}

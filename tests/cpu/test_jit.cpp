@@ -367,20 +367,22 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
   // 1024 x 4, 8 chunks of 4 bits per word: 2 words per thread; and their
-  // bins, 2 bytes per vector.
+  // bins, 2 bytes per vector of the first 2 chunks.
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
   EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 65536u * 2u, direct.dynamic_smem_bytes);
+  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
 }
 
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
   const Policy d = Policy::defaults();
   ASSERT_TRUE(d.direct.floor_marks);
-  // 2^20 scores: 64 chunks of 4096 vectors, 8 per word; 32 KB beside the rest.
+  // 2^20 scores: 64 chunks of 4096 vectors, 8 per word; 32 KB beside the
+  // rest (and the bins of the first chunks read).
   const Plan wide = plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64);
   EXPECT_EQ(words(wide), "8");
-  EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u);
+  EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u +
+                                         d.direct.marked_bin_chunks * 4096u * 2u);
   // A chunk's field rounds loads_in_flight up to a power of two: 3 -> 4 bits.
   Policy three = d;
   three.direct.loads_in_flight = 3;
@@ -425,29 +427,31 @@ TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
   EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 4096).constant("kWorkUnits"), "true");
 }
 
-TEST(JitPlanner, MarkedBinsWhereTheWholeRowFits) {
+TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   const Policy d = Policy::defaults();
-  ASSERT_EQ(d.direct.marked_bins_bytes, 131072);
+  ASSERT_EQ(d.direct.marked_bin_chunks, 2);
   const auto plan = [](const Policy& policy, int64_t width) {
     return plan_for(2048, width, 0, "sm_90", policy, "direct_exact", 64);
   };
-  // One bin (2 bytes) per 16-byte vector of the widest row, up to the policy's bytes.
-  EXPECT_EQ(plan(d, 131072).constant("kMarkedBinVectors"), "32768");
-  EXPECT_EQ(plan(d, 262143).constant("kMarkedBinVectors"), "65536");
-  EXPECT_EQ(plan(d, 262145).constant("kMarkedBinVectors"), "0");
-  EXPECT_EQ(plan(d, 1 << 20).constant("kMarkedBinVectors"), "0");
-  // They cost their bytes of shared memory, on top of the marks.
-  const Policy none = edited_policy([](Policy& p) { p.direct.marked_bins_bytes = 0; });
-  EXPECT_EQ(plan(none, 131072).constant("kMarkedBinVectors"), "0");
-  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 65536u);
+  const auto chunks = [&](const Policy& policy, int64_t width) { return plan(policy, width).constant("kMarkedBinChunks"); };
+  EXPECT_EQ(chunks(d, 131072), "2");
+  EXPECT_EQ(chunks(d, 1 << 20), "2");
+  // No more chunks than the widest row has: 131072 / 4 vectors in chunks of 1024 x 4.
+  const Policy sixteen = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 16; });
+  EXPECT_EQ(chunks(sixteen, 131072), "8");
+  EXPECT_EQ(chunks(sixteen, 1 << 20), "16");
+  // 2 bytes a vector of each chunk, on top of the marks.
+  const Policy none = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 0; });
+  EXPECT_EQ(chunks(none, 131072), "0");
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 4u * 2u);
+  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 8u * 1024u * 4u * 2u);
   // Only with marks: not for register rows, nor without floor marks, nor in
   // the sampled family's recovery.
-  EXPECT_EQ(plan(d, 4096).constant("kMarkedBinVectors"), "0");
-  EXPECT_EQ(plan(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 131072).constant("kMarkedBinVectors"),
-            "0");
-  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "sampled", 4096).constant("kMarkedBinVectors"), "0");
+  EXPECT_EQ(chunks(d, 4096), "0");
+  EXPECT_EQ(chunks(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 131072), "0");
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "sampled", 4096).constant("kMarkedBinChunks"), "0");
   // Not where they would not fit beside the rest (sm_75: 64 KB in all).
-  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_75", d, "direct_exact", 64).constant("kMarkedBinVectors"), "0");
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_75", sixteen, "direct_exact", 64).constant("kMarkedBinChunks"), "0");
 }
 
 TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {

@@ -379,8 +379,9 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nfloor_marks = false\n";
     out.push_back(c);
   }
-  {  // Plain floor marks (the default also keeps each marked vector's highest
-    // bin where the row fits, and reads only those reaching the boundary).
+  {  // Plain floor marks (the default also keeps the highest bin of each
+    // marked vector of the first chunks read, and reads only those reaching
+    // the boundary bin).
     Case c;
     c.name = "direct_without_marked_bins";
     c.k = 2048;
@@ -388,19 +389,31 @@ std::vector<Case> cases() {
     c.width = 200001;
     c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
     c.family = "direct_exact";
-    c.policy = "[select.direct]\nmarked_bins_bytes = 0\n";
+    c.policy = "[select.direct]\nmarked_bin_chunks = 0\n";
     out.push_back(c);
   }
-  {  // Marked bins at the widest row that gets them, a small K (a high
-    // boundary bin: most marked vectors are left out), chunk by chunk.
+  {  // Bins for 16 chunks, read forward (the row's first ones) and visited
+    // chunk by chunk; a small K (a high boundary bin: most marked vectors
+    // are left out).
     Case c;
-    c.name = "direct_marked_bins_chunkwise_k7";
+    c.name = "direct_marked_bins_forward_chunkwise_k7";
     c.k = 7;
     c.rows = 90;
-    c.width = 262143;
+    c.width = 300001;
     c.flags = SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_SORTED;
     c.family = "direct_exact";
-    c.policy = "[select.direct]\ngather_marked = false\n";
+    c.policy = "[select.direct]\nmarked_bin_chunks = 16\nhistogram_backward = false\ngather_marked = false\n";
+    out.push_back(c);
+  }
+  {  // Bins for every chunk of rows up to 131072, backward, gathered.
+    Case c;
+    c.name = "direct_marked_bins_every_chunk";
+    c.k = 1024;
+    c.rows = 90;
+    c.width = 131071;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nmarked_bin_chunks = 16\n";
     out.push_back(c);
   }
   {  // The marked vectors visited chunk by chunk (the default gathers them

@@ -92,7 +92,7 @@ static constexpr int floor_mark_words() {
 #define MARK_WORDS floor_mark_words()
 #endif
 #ifndef BINS
-#define BINS (MARK_WORDS > 0 ? (WIDTH_ + 3) / 4 : 0)
+#define BINS 2
 #endif
 constexpr long long kPitchV = WIDTH_ + 7;
 static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
@@ -129,7 +129,7 @@ struct Config {
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
   static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
-  static constexpr int kMarkedBinVectors = SAMPLED ? 0 : BINS;
+  static constexpr int kMarkedBinChunks = SAMPLED ? 0 : BINS;
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarks = GATHER;
   static constexpr bool kWorkUnits = UNITS;
