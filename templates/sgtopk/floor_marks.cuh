@@ -32,11 +32,10 @@
 // boundary bin). So for the first kBinChunks chunks the pass reads (from the
 // row's end when it walks backward), pass 1 also keeps each marked vector's
 // highest coarse bin (2 bytes, shared), and pass 2, knowing the final
-// boundary bin (at_boundary), reads only the marked vectors of those chunks
-// that reach it. Written for marked vectors only and read only for those,
-// so nothing needs clearing between rows. Only the first chunks: bins for
-// a whole row cost L1 (shared memory comes out of it), and the floor is
-// close to the boundary after a few chunks anyway.
+// boundary bin, first unmarks there the vectors that do not reach it
+// (prune_below), so it reads only those that do. Bins are written for marked
+// vectors only and read only for those, so nothing needs clearing between
+// rows.
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
@@ -72,7 +71,6 @@ struct FloorMarks {
   u32* words;             // kWords * kThreads, shared
   unsigned short* bins;   // kBinChunks * kThreads * kUnroll, shared, after the words
   int bin_first = 0;      // the row's first chunk with bins (for_row)
-  u32 boundary = 0u;      // pass 2: the final boundary bin (0: every marked vector reaches it)
 
   // This row's marks: which of its chunks keep bins.
   SGTOPK_DEVICE FloorMarks for_row(const float* row, int len) const {
@@ -102,31 +100,38 @@ struct FloorMarks {
           bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
     }
   }
-  // Pass 2 from the final boundary bin on: the marked vectors below it
-  // (their highest bin recorded, under it) are left out.
-  SGTOPK_DEVICE FloorMarks at_boundary(u32 bin) const {
-    FloorMarks m = *this;
-    m.boundary = bin;
-    return m;
-  }
   // This thread's own words: only it reads them (the classification pass),
   // so it may clear them once its own reading is over; the barrier that
   // starts the next row orders the clearing before any record.
   SGTOPK_DEVICE void clear_own() const {
     for (int w = 0; w < kWords; ++w) words[w * kThreads + static_cast<int>(threadIdx.x)] = 0u;
   }
+  // Between the passes, once the boundary bin is known: this thread's marks
+  // of the chunks with bins lose the vectors whose highest score lies below
+  // the bin. Pass 2 reads only this thread's own words, so no barrier.
+  SGTOPK_DEVICE void prune_below(u32 boundary) const {
+    if constexpr (kBinChunks > 0) {
+      const int t = static_cast<int>(threadIdx.x);
+      for (int binned = 0; binned < kBinChunks; ++binned) {
+        const int number = bin_first + binned;
+        if (number >= kWords * kPerWord) break;
+        u32& word = words[(number / kPerWord) * kThreads + t];
+        const int shift = (number % kPerWord) * kBits;
+        u32 keep = (word >> shift) & kField;
+        for (u32 marked = keep; marked != 0u; marked &= marked - 1u) {
+          const int u = __ffs(marked) - 1;
+          if (bins[bin_slot(binned, u, t)] < boundary) keep &= ~(1u << u);
+        }
+        word = (word & ~(kField << shift)) | (keep << shift);
+      }
+    }
+  }
 
   // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
   SGTOPK_DEVICE u32 operator()(int number) const {
     if (number >= kWords * kPerWord) return ~0u;
-    u32 field =
-        (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) & kField;
-    if constexpr (kBinChunks > 0) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (((field >> u) & 1u) && !reaches(bins, bin_first, boundary, number, u)) field &= ~(1u << u);
-    }
-    return field;
+    return (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) &
+           kField;
   }
 
   // Can cursor() list a body of `vectors` 16-byte vectors? Not past the
@@ -139,41 +144,28 @@ struct FloorMarks {
   // order, then -1. Reads only the words of the row's own chunks.
   struct Cursor {
     const u32* words;
-    const unsigned short* bins;
-    int bin_first;
-    u32 boundary;
     int word;        // the word `fields` came from
     int last_word;   // the row's last word
     u32 fields;      // its marks not yet listed
     SGTOPK_DEVICE int operator()() {
-      for (;;) {
-        while (fields == 0u) {
-          if (word >= last_word) return -1;
-          ++word;
-          fields = words[word * kThreads + static_cast<int>(threadIdx.x)];
-        }
-        const int bit = __ffs(fields) - 1;
-        fields &= fields - 1u;
-        const int number = word * kPerWord + bit / kBits, u = bit % kBits;
-        if (reaches(bins, bin_first, boundary, number, u))
-          return (number * kUnroll + u) * kThreads + static_cast<int>(threadIdx.x);
+      while (fields == 0u) {
+        if (word >= last_word) return -1;
+        ++word;
+        fields = words[word * kThreads + static_cast<int>(threadIdx.x)];
       }
+      const int bit = __ffs(fields) - 1;
+      fields &= fields - 1u;
+      const int number = word * kPerWord + bit / kBits;
+      return (number * kUnroll + bit % kBits) * kThreads + static_cast<int>(threadIdx.x);
     }
   };
   SGTOPK_DEVICE Cursor cursor(int vectors) const {
     const int chunks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-    return Cursor{words, bins, bin_first, boundary, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
+    return Cursor{words, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
   }
 
   // Where v[u] of the `binned`-th chunk with bins, in thread slot `slot`, keeps its bin.
   static SGTOPK_DEVICE int bin_slot(int binned, int u, int slot) { return (binned * kUnroll + u) * kThreads + slot; }
-  // Does this thread's marked v[u] of chunk `number` hold a score at or above
-  // the boundary bin? (Yes where no bin is kept.)
-  static SGTOPK_DEVICE bool reaches(const unsigned short* bins, int bin_first, u32 boundary, int number, int u) {
-    const int binned = number - bin_first;
-    if (kBinChunks == 0 || binned < 0 || binned >= kBinChunks) return true;
-    return bins[bin_slot(binned, u, static_cast<int>(threadIdx.x))] >= boundary;
-  }
   // The coarse bin of a vector's highest score (NaN, lowest, only if all are).
   static SGTOPK_DEVICE u32 highest_bin(const float4& v) { return coarse_key(fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); }
 
@@ -195,6 +187,7 @@ template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kB
 struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kBinChunks_, kBinsAtEnd_> : EveryVector {
   static constexpr int kSharedWords = 0;
   SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }
+  SGTOPK_DEVICE void prune_below(u32) const {}
   template <typename Chunk>
   SGTOPK_DEVICE void record(const Chunk&, u32) const {}
   SGTOPK_DEVICE void clear_own() const {}

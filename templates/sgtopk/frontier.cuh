@@ -446,12 +446,12 @@ struct Refinement {
   // Round 0 over the whole row: the coarse histogram is in state.histogram.
   // Commits everything above the boundary bin, carries the bin as the frontier.
   // `want` may leave out vectors holding no score at or above the bin's
-  // lowest number (floor_marks.cuh; at_boundary tells it the bin).
+  // lowest number (floor_marks.cuh; prune_below tells it the bin).
   template <typename Want>
   SGTOPK_DEVICE void boundary_pass(const Want& want) {
     bool take_group;
     const u32 d = resolve(&take_group);
-    const auto bin_want = want.at_boundary(d);
+    want.prune_below(d);  // this thread's own marks (floor_marks.cuh)
     // The bin's endpoints bound its scores' ordered keys: [key(low),
     // key(high) - 1], or up to +inf's key when no number lies above the bin.
     // NaN's bin 0 keeps the full-key schedule.
@@ -472,9 +472,9 @@ struct Refinement {
       const float low = state.boundary_low, high = state.boundary_high;
       const bool bin_zero = d == 0u;
       const float commit_low = take_group ? low : high;
-      classify_row(bin_want, EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});
+      classify_row(want, EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});
     } else {
-      classify_row(bin_want, [=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
+      classify_row(want, [=](float value) { return Verdict::of_digit(coarse_key(value), d, take_group); });
     }
     advance(take_group, d, 0);
   }

@@ -31,7 +31,7 @@ struct EveryVector {
   static constexpr int kSparseVectors = 0;  // see floor_marks.cuh
   static constexpr bool kGathers = false;   // see floor_marks.cuh
   SGTOPK_DEVICE u32 operator()(int) const { return ~0u; }
-  SGTOPK_DEVICE EveryVector at_boundary(u32) const { return *this; }
+  SGTOPK_DEVICE void prune_below(u32) const {}
 };
 
 // How a row is streamed (all compile-time):
