@@ -35,7 +35,10 @@
 // boundary bin, first unmarks there the vectors that do not reach it
 // (prune_below), so it reads only those that do. Bins are written for marked
 // vectors only and read only for those, so nothing needs clearing between
-// rows.
+// rows. Pruned before the pass, not tested as the cursor lists: a shared
+// load in the cursor serialised a gathered batch's global loads (+16% on
+// the quick matrix). Two chunks: more cost pass 1 more stores than they save
+// (bench/NOTES.md, ninth session).
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
