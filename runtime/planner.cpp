@@ -79,14 +79,19 @@ unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
   return kSelectionStateBytes + std::max(frontier_shared_bytes(policy), sort_buffer_bytes(p));
 }
 
+// Block-wide chunks (block_threads x loads_in_flight 16-byte vectors) of the
+// widest row's body, as the direct family streams it.
+int64_t body_chunks(const Problem& p, const SelectDirectPolicy& d) {
+  const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
+  return ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
+}
+
 // The direct family's floor marks (templates/sgtopk/floor_marks.cuh): per
 // thread, loads_in_flight bits (rounded up to a power of two) for each
 // block-wide chunk of the widest row's 16-byte body, in 32-bit words.
 int floor_mark_words(const Problem& p, const SelectDirectPolicy& d) {
   const int bits = d.loads_in_flight <= 1 ? 1 : d.loads_in_flight <= 2 ? 2 : d.loads_in_flight <= 4 ? 4 : 8;
-  const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
-  const int64_t chunks = ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
-  return static_cast<int>((chunks + 32 / bits - 1) / (32 / bits));
+  return static_cast<int>((body_chunks(p, d) + 32 / bits - 1) / (32 / bits));
 }
 unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
   return static_cast<unsigned>(words) * static_cast<unsigned>(d.block_threads) * 4u;
@@ -159,20 +164,17 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
                                  : 0;
   // Streamed rows with a 16-byte body get floor marks where they fit beside
   // the rest of the block's shared memory (a plan never fails for them).
+  const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
   int mark_words = 0;
   if (d.floor_marks && register_items == 0 && d.vector_bytes == 16) {
     mark_words = floor_mark_words(p, d);
-    const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
     if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) > limit) mark_words = 0;
   }
   // With marks, the bins of the first chunks read (no more chunks than the
   // widest row has), where they fit beside the rest (else plain marks).
   int bin_chunks = 0;
   if (mark_words > 0 && d.marked_bin_chunks > 0) {
-    const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
-    const int64_t chunks = ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
-    bin_chunks = static_cast<int>(std::min<int64_t>(d.marked_bin_chunks, chunks));
-    const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
+    bin_chunks = static_cast<int>(std::min<int64_t>(d.marked_bin_chunks, body_chunks(p, d)));
     if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d) > limit)
       bin_chunks = 0;
   }

@@ -37,8 +37,8 @@
 // vectors only and read only for those, so nothing needs clearing between
 // rows. Pruned before the pass, not tested as the cursor lists: a shared
 // load in the cursor serialised a gathered batch's global loads (+16% on
-// the quick matrix). Two chunks: more cost pass 1 more stores than they save
-// (bench/NOTES.md, ninth session).
+// the quick matrix). Two chunks: with more, pass 1's bin stores cost more
+// than the skipped reads save (bench/NOTES.md, ninth session).
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
@@ -78,7 +78,7 @@ struct FloorMarks {
   // This row's marks: which of its chunks keep bins.
   SGTOPK_DEVICE FloorMarks for_row(const float* row, int len) const {
     FloorMarks m = *this;
-    const int chunks = (vector_body(row, len).vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+    const int chunks = chunk_count<kThreads * kUnroll>(vector_body(row, len).vectors);
     m.bin_first = kBinsAtEnd && chunks > kBinChunks ? chunks - kBinChunks : 0;
     return m;
   }
@@ -140,7 +140,7 @@ struct FloorMarks {
   // Can cursor() list a body of `vectors` 16-byte vectors? Not past the
   // planned words (never, for rows the plan admits: then chunk by chunk).
   static SGTOPK_DEVICE bool lists(int vectors) {
-    return (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll) <= kWords * kPerWord;
+    return chunk_count<kThreads * kUnroll>(vectors) <= kWords * kPerWord;
   }
 
   // This thread's marked vectors of the body, as body indices in ascending
@@ -163,7 +163,7 @@ struct FloorMarks {
     }
   };
   SGTOPK_DEVICE Cursor cursor(int vectors) const {
-    const int chunks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+    const int chunks = chunk_count<kThreads * kUnroll>(vectors);
     return Cursor{words, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
   }
 

@@ -144,6 +144,11 @@ SGTOPK_DEVICE VectorBody vector_body(const float* row, int len) {
   const int head = min_of<int>(len, static_cast<int>((4u - misalignment) & 3u));
   return VectorBody{head, reinterpret_cast<const float4*>(row + head), (len - head) >> 2};
 }
+// Block-wide chunks of kChunk vectors covering `vectors` (the last one partial).
+template <int kChunk>
+SGTOPK_DEVICE int chunk_count(int vectors) {
+  return (vectors + kChunk - 1) / kChunk;
+}
 
 // Streams [0, len): visit_chunk(chunk) for each block-wide chunk of the
 // 16-byte-aligned body, called by every thread of the block (with nothing
@@ -171,7 +176,7 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
   const float4* body = shape.body;
   const int vectors = shape.vectors;
   constexpr int kChunk = kThreads * kUnroll;
-  const int chunks = (vectors + kChunk - 1) / kChunk;
+  const int chunks = chunk_count<kChunk>(vectors);
   const int step = kBackward ? -kChunk : kChunk;  // from one chunk's base to the next's
   const int first = kBackward ? (chunks - 1) * kChunk : 0;
   // The L2 look-ahead fetches whole chunks, so a selective pass (which reads
@@ -236,7 +241,7 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
   const int t = threadIdx.x, lane = t & 31;
   const VectorBody shape = vector_body(row, len);
   for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
-  const int chunks = (shape.vectors + kChunk - 1) / kChunk;
+  const int chunks = chunk_count<kChunk>(shape.vectors);
   const u32 units = static_cast<u32>(chunks) * static_cast<u32>(kWarps);
   for (;;) {
     u32 unit = 0u;
