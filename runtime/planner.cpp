@@ -31,12 +31,22 @@ unsigned occupancy_hint(int threads, int workers_per_sm) {
 std::string str(int64_t v) { return std::to_string(v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
 
-// The constants every select family shares: the direct-exact body is also
-// the sampled family's recovery route, so both carry its whole Config.
-std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy, int threads,
-                                                                  int register_items, int floor_mark_words,
-                                                                  int marked_bin_chunks) {
+// What each select family sets for itself in the body both run (the
+// direct-exact body is also the sampled family's recovery route).
+struct FamilyBody {
+  int threads;
+  int loads_in_flight;        // per full-row pass
+  int small_group;            // refinement's rank-counting finish
+  int register_items = 0;     // short rows kept in registers (direct only)
+  int floor_mark_words = 0;   // pass 1's marks for pass 2 (direct only)
+  int marked_bin_chunks = 0;  // chunks whose marked vectors keep their bins (direct only)
+};
+
+// The constants every select family shares, so both carry the body's whole Config.
+std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy,
+                                                                  const FamilyBody& body) {
   const SelectDirectPolicy& d = policy.direct;
+  const int threads = body.threads, loads = body.loads_in_flight, floor_mark_words = body.floor_mark_words;
   const int64_t sort_slots = p.sorted ? next_pow2(p.k) : 1;
   return {
       {"kK", str(p.k)},
@@ -48,8 +58,8 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kSorted", flag(p.sorted)},
       {"kStarts", flag(p.starts)},
       {"kRouteStats", flag(p.route_stats)},
-      {"kRegisterItems", str(register_items)},
-      {"kUnroll", str(d.loads_in_flight)},
+      {"kRegisterItems", str(body.register_items)},
+      {"kUnroll", str(loads)},
       {"kPrefetch", flag(d.prefetch_next_chunk)},
       {"kPrefetchL2", str(d.prefetch_l2_chunks)},
       {"kAggregateHistogram", flag(d.aggregate_histogram)},
@@ -60,11 +70,12 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kFrontierShared", str(d.frontier_shared_capacity)},
       {"kFrontierGlobal", str(d.frontier_global_capacity)},
       {"kSortSlots", str(sort_slots)},
-      {"kSmallGroup", str(std::min({d.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))},
+      {"kSmallGroup", str(std::min({body.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))},
       {"kFloorMarkWords", str(floor_mark_words)},
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
-      {"kMarkedBinChunks", str(marked_bin_chunks)},
+      {"kMarkedBinChunks", str(body.marked_bin_chunks)},
+      {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -181,7 +192,8 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
   Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
                               d.workers_per_sm, p, policy, target,
                               floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d));
-  plan.constants = select_constants(p, policy, d.block_threads, register_items, mark_words, bin_chunks);
+  plan.constants = select_constants(
+      p, policy, FamilyBody{d.block_threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }
@@ -191,7 +203,8 @@ Plan plan_sampled(const Problem& p, const Policy& policy, const Target& target) 
   Plan plan = persistent_plan("sampled", "agent_sampled.cuh", "SampledAgent", sp.block_threads, sp.workers_per_sm, p,
                               policy, target);
 
-  plan.constants = select_constants(p, policy, sp.block_threads, 0, 0, 0);  // no floor marks in the recovery
+  // No register rows and no floor marks in the recovery.
+  plan.constants = select_constants(p, policy, FamilyBody{sp.block_threads, sp.loads_in_flight, sp.small_group});
   // Strides, view block and sample ranks are fixed here, once, by the
   // functions the CPU reference uses (reference::stride_for_rank,
   // view_block_for_rank, sample_rank), never on the GPU.

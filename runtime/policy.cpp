@@ -198,7 +198,8 @@ const std::vector<Section>& sections() {
            integer("vector_bytes", SGTOPK_MEMBER(direct.vector_bytes), {4, 16, kPow2},
                    "widest score load in bytes (16: float4 body after a scalar head; 4 and 8: scalar loads for now)"),
            integer("loads_in_flight", SGTOPK_MEMBER(direct.loads_in_flight), {1, 8},
-                   "16-byte loads each thread issues before classifying the first"),
+                   "16-byte loads each thread issues before classifying the first (this family's passes;\n"
+                   "the sampled family has its own)"),
            boolean("prefetch_next_chunk", SGTOPK_MEMBER(direct.prefetch_next_chunk),
                    "issue the next chunk's loads before classifying this one (double buffer; measured slower, bench/NOTES.md)"),
            integer("prefetch_l2_chunks", SGTOPK_MEMBER(direct.prefetch_l2_chunks), {0, 4},
@@ -211,9 +212,11 @@ const std::vector<Section>& sections() {
            boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
                    "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
            integer("small_group", SGTOPK_MEMBER(direct.small_group), {0, 1024},
-                   "refinement (both families) finishes a carried group of at most this many candidates in\n"
-                   "one step, each counting the candidates that outrank it, instead of more radix rounds\n"
-                   "(0: radix rounds to the end; capped by the block's threads and the frontier capacity)"),
+                   "refinement finishes a carried group of at most this many candidates in one step, each\n"
+                   "counting the candidates that outrank it, instead of more radix rounds (0: radix rounds\n"
+                   "to the end; capped by the block's threads and the frontier capacity; the sampled family\n"
+                   "has its own). Off here: neutral for this family, and without it 8 loads in flight\n"
+                   "compile without spills (bench/NOTES.md)"),
            boolean("histogram_backward", SGTOPK_MEMBER(direct.histogram_backward),
                    "the exact route's histogram pass walks the row from its end to its start, so the\n"
                    "classification pass (from the start) begins on the bytes still in L2: up to one\n"
@@ -234,9 +237,12 @@ const std::vector<Section>& sections() {
            integer("marked_bin_chunks", SGTOPK_MEMBER(direct.marked_bin_chunks), {0, 16},
                    "with floor marks: for this many block-wide chunks the histogram pass reads first, it\n"
                    "also keeps each marked vector's highest coarse bin (2 bytes of shared memory per\n"
-                   "vector: 8 KB a chunk at 1024 threads x 4 loads), and the classification pass reads\n"
+                   "vector: 16 KB a chunk at 1024 threads x 8 loads), and the classification pass reads\n"
                    "only those reaching the final boundary bin: the floor is low early in a row and\n"
                    "marks many more there (0: off; bench/NOTES.md)"),
+           integer("gather_batch", SGTOPK_MEMBER(direct.gather_batch), {0, 8},
+                   "with gathered marks: vectors each thread loads per batch before using the first\n"
+                   "(0: loads_in_flight)"),
            boolean("work_units", SGTOPK_MEMBER(direct.work_units),
                    "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
@@ -263,6 +269,13 @@ const std::vector<Section>& sections() {
                    "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter"),
            integer("view_loads_in_flight", SGTOPK_MEMBER(sampled.view_loads_in_flight), {1, 16},
                    "view samples each thread gathers before counting the first (the proposal's loads in flight)"),
+           integer("loads_in_flight", SGTOPK_MEMBER(sampled.loads_in_flight), {1, 8},
+                   "16-byte loads each thread issues before using the first in the certification pass, the\n"
+                   "band pass and the exact recovery route (the direct family has its own)"),
+           integer("small_group", SGTOPK_MEMBER(sampled.small_group), {0, 1024},
+                   "refinement (the sampled family's) finishes a carried group of at most this many\n"
+                   "candidates in one step, each counting the candidates that outrank it (0: radix rounds\n"
+                   "to the end; capped as the direct family's)"),
            integer("view_block", SGTOPK_MEMBER(sampled.view_block), {1, 32, kPow2},
                    "consecutive scores the view takes per block: b scores every b * s positions (the same\n"
                    "density 1/s; paper: 1). Blocks of 16 at stride 32 (the default): half the DRAM sectors\n"

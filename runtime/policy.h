@@ -27,7 +27,7 @@ struct SelectDirectPolicy {
   int frontier_global_capacity = 16384;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
                                          // a larger frontier is refined by re-reading the row instead
   int vector_bytes = 16;                 // widest load: 4, 8 or 16 (8 loads scalars for now)
-  int loads_in_flight = 4;               // 16-byte loads each thread issues before using the first, 1..8
+  int loads_in_flight = 8;               // 16-byte loads each thread issues before using the first, 1..8
   bool prefetch_next_chunk = false;      // issue the next chunk's loads before classifying this one (measured slower)
   int prefetch_l2_chunks = 0;            // 0: off; else chunks ahead each thread asks L2 to fetch, 0..4
   bool endpoint_classification = true;   // classification pass compares with FP32 bin endpoints, not coarse keys
@@ -37,8 +37,9 @@ struct SelectDirectPolicy {
   int sparse_vectors = 2;                // with floor marks: lanes with at most this many marked vectors classify only those, 0..8
   bool gather_marked = true;             // with floor marks: the classification pass loads the marked vectors across chunks
   int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
+  int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
-  int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
+  int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };
 
@@ -52,6 +53,8 @@ struct SelectSampledPolicy {
   double secondary_margin = 1.75;        // rho1, primary_margin..8.0
   int workers_per_sm = 2;                // persistent worker CTAs per SM, 1..8
   int view_loads_in_flight = 8;          // view samples each thread gathers before counting the first, 1..16
+  int loads_in_flight = 4;               // 16-byte loads per thread in flight in the full-row passes, 1..8
+  int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
   int view_block = 16;                   // consecutive scores per view block (the view density stays 1/s), 1..32 (the paper: 1)
   int min_sample_rank = 0;               // 0: off; else strides shrink until q0 = ceil(rho0*K/s) >= it, 0..4096
   int min_view_blocks = 4;               // 0: off; else view_block halves until q0 >= it * block, 0..64

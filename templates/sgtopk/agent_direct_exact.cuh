@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kMarkedBinChunks, kWorkUnits.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -40,7 +40,8 @@ struct DirectExactAgent {
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
   typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
-                     Config::kGatherMarks, Config::kMarkedBinChunks, Config::kHistogramBackward>
+                     Config::kGatherMarks, Config::kGatherBatch, Config::kMarkedBinChunks,
+                     Config::kHistogramBackward>
       StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 

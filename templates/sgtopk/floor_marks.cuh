@@ -45,8 +45,8 @@
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false, int kBinChunks_ = 0,
-          bool kBinsAtEnd_ = false>
+template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false,
+          int kGatherBatch_ = kUnroll, int kBinChunks_ = 0, bool kBinsAtEnd_ = false>
 struct FloorMarks {
   static constexpr bool kSelective = true;
   // The chunks pass 1 reads first keep their marked vectors' highest bins:
@@ -63,6 +63,9 @@ struct FloorMarks {
   // of its bytes, and looking ahead (L2 prefetch, a register double buffer)
   // did not shorten it (bench/NOTES.md, eighth session).
   static constexpr bool kGathers = kGathers_;
+  // Vectors per thread in each gathered batch: the loads in flight before
+  // the first is used (the histogram pass's own count is kUnroll).
+  static constexpr int kGatherBatch = kGatherBatch_;
   // A warp none of whose lanes holds more than this many marked vectors of a
   // chunk classifies only those (frontier.cuh, classify_chunk); 0: every
   // slot of the chunk, unrolled.
@@ -186,8 +189,10 @@ struct FloorMarks {
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kBinChunks_, bool kBinsAtEnd_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kBinChunks_, kBinsAtEnd_> : EveryVector {
+template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kGatherBatch_, int kBinChunks_,
+          bool kBinsAtEnd_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_>
+    : EveryVector {
   static constexpr int kSharedWords = 0;
   SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }
   SGTOPK_DEVICE void prune_below(u32) const {}

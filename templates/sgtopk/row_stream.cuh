@@ -270,7 +270,7 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
   for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
 
-// Visits the body's vectors that `next` names, kUnroll at a time per thread,
+// Visits the body's vectors that `next` names, kBatch at a time per thread,
 // as chunk-shaped batches (GatheredVectors) that every thread of the block
 // takes part in, until no lane of a warp has any left; the head and the
 // tail as for_each_chunk. next() returns this thread's next vector index in
@@ -278,27 +278,28 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
 // before the first is used, wherever in the row they lie: for a pass that
 // reads a few scattered vectors of each chunk (floor marks), one memory
 // latency per batch instead of one per chunk.
-template <typename Shape, typename Next, typename VisitChunk, typename VisitScalar>
+template <typename Shape, int kBatch, typename Next, typename VisitChunk, typename VisitScalar>
 SGTOPK_DEVICE void for_each_gathered(const float* row, int len, Next&& next, VisitChunk&& visit_chunk,
                                      VisitScalar&& visit_scalar) {
   static_assert(Shape::kVectorLoads, "gathers 16-byte vectors");
-  constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll;
+  static_assert(kBatch >= 1 && kBatch <= 8, "a batch's scores fit one 32-bit mask");
+  constexpr int kThreads = Shape::kThreads;
   const int t = threadIdx.x;
   const VectorBody shape = vector_body(row, len);
   for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
   for (;;) {
-    GatheredVectors<kUnroll> batch;
+    GatheredVectors<kBatch> batch;
     batch.row = row;
     batch.valid = 0u;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kBatch; ++u) {
       const int j = next();
       batch.first[u] = shape.head + 4 * max_of(j, 0);
       batch.v[u] = j >= 0 ? load_vector(shape.body + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       batch.valid |= (j >= 0 ? 1u : 0u) << u;
     }
     if (__ballot_sync(0xffffffffu, batch.valid != 0u) == 0u) break;  // warp-uniform
-    visit_chunk(static_cast<const GatheredVectors<kUnroll>&>(batch));
+    visit_chunk(static_cast<const GatheredVectors<kBatch>&>(batch));
   }
   for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
@@ -423,7 +424,7 @@ struct StreamedRow {
     if constexpr (Want::kGathers && Shape::kVectorLoads) {
       const int vectors = vector_body(row, len).vectors;
       if (want.lists(vectors)) {
-        sgtopk::for_each_gathered<Shape>(row, len, want.cursor(vectors), visit_chunk, visit_scalar);
+        sgtopk::for_each_gathered<Shape, Want::kGatherBatch>(row, len, want.cursor(vectors), visit_chunk, visit_scalar);
         return;
       }
     }

@@ -170,7 +170,8 @@ Policy policy_for(const Variant& v) {
     policy.direct.endpoint_classification = false;  // the default is on: coarse keys are the opt-out
     policy.direct.aggregate_histogram = true;
     policy.direct.prefetch_l2_chunks = 2;
-    policy.direct.small_group = 0;
+    policy.direct.small_group = 64;  // the direct default is off, the sampled one on
+    policy.sampled.small_group = 0;
     policy.sampled.fine_proposal_excess = 0.0;  // the default sharpens wide coarse bins: off is the opt-out
   }
   validate_policy(policy, "<jit test policy>");
@@ -366,23 +367,25 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
-  // 1024 x 4, 8 chunks of 4 bits per word: 2 words per thread; and their
+  // 1024 x 8, 4 chunks of 8 bits per word: 2 words per thread; and their
   // bins, 2 bytes per vector of the first 2 chunks.
+  ASSERT_EQ(Policy::defaults().direct.loads_in_flight, 8);
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
   EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
+  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 2u * 8192u * 2u, direct.dynamic_smem_bytes);
 }
 
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
   const Policy d = Policy::defaults();
   ASSERT_TRUE(d.direct.floor_marks);
-  // 2^20 scores: 64 chunks of 4096 vectors, 8 per word; 32 KB beside the
-  // rest (and the bins of the first chunks read).
+  // 2^20 scores: 32 chunks of 8192 vectors (1024 threads x 8), 4 per word;
+  // 32 KB beside the rest (and the bins of the first chunks read).
+  ASSERT_EQ(d.direct.loads_in_flight, 8);
   const Plan wide = plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64);
   EXPECT_EQ(words(wide), "8");
   EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u +
-                                         d.direct.marked_bin_chunks * 4096u * 2u);
+                                         d.direct.marked_bin_chunks * 8192u * 2u);
   // A chunk's field rounds loads_in_flight up to a power of two: 3 -> 4 bits.
   Policy three = d;
   three.direct.loads_in_flight = 3;
@@ -436,15 +439,24 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   const auto chunks = [&](const Policy& policy, int64_t width) { return plan(policy, width).constant("kMarkedBinChunks"); };
   EXPECT_EQ(chunks(d, 131072), "2");
   EXPECT_EQ(chunks(d, 1 << 20), "2");
-  // No more chunks than the widest row has: 131072 / 4 vectors in chunks of 1024 x 4.
+  // No more chunks than the widest row has: 131072 / 4 vectors in chunks of
+  // 1024 x 8 (loads_in_flight 4: chunks of 1024 x 4).
+  ASSERT_EQ(d.direct.loads_in_flight, 8);
   const Policy sixteen = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 16; });
-  EXPECT_EQ(chunks(sixteen, 131072), "8");
-  EXPECT_EQ(chunks(sixteen, 1 << 20), "16");
+  EXPECT_EQ(chunks(sixteen, 131072), "4");
+  const Policy sixteen_by_4 = edited_policy([](Policy& p) {
+    p.direct.marked_bin_chunks = 16;
+    p.direct.loads_in_flight = 4;
+  });
+  EXPECT_EQ(chunks(sixteen_by_4, 131072), "8");
+  EXPECT_EQ(chunks(sixteen_by_4, 1 << 20), "16");
   // 2 bytes a vector of each chunk, on top of the marks.
   const Policy none = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 0; });
   EXPECT_EQ(chunks(none, 131072), "0");
-  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 4u * 2u);
-  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 8u * 1024u * 4u * 2u);
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 8u * 2u);
+  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 4u * 1024u * 8u * 2u);
+  // Where they would not fit beside the rest (16 chunks of 16 KB at 2^20), none.
+  EXPECT_EQ(chunks(sixteen, 1 << 20), "0");
   // Only with marks: not for register rows, nor without floor marks, nor in
   // the sampled family's recovery.
   EXPECT_EQ(chunks(d, 4096), "0");
@@ -452,6 +464,37 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "sampled", 4096).constant("kMarkedBinChunks"), "0");
   // Not where they would not fit beside the rest (sm_75: 64 KB in all).
   EXPECT_EQ(plan_for(2048, 131072, 0, "sm_75", sixteen, "direct_exact", 64).constant("kMarkedBinChunks"), "0");
+}
+
+TEST(JitPlanner, EachFamilyHasItsOwnLoadsInFlightAndSmallGroup) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.direct.loads_in_flight, 8);
+  ASSERT_EQ(d.sampled.loads_in_flight, 4);
+  ASSERT_EQ(d.direct.small_group, 0);
+  ASSERT_EQ(d.sampled.small_group, 64);
+  const Policy direct2 = edited_policy([](Policy& p) {
+    p.direct.loads_in_flight = 2;
+    p.direct.small_group = 32;
+  });
+  const Policy sampled2 = edited_policy([](Policy& p) {
+    p.sampled.loads_in_flight = 2;
+    p.sampled.small_group = 16;
+  });
+  const auto constant = [](const Policy& policy, const char* family, const char* name) {
+    return plan_for(2048, 1 << 20, 0, "sm_90", policy, family, 4096).constant(name);
+  };
+  EXPECT_EQ(constant(direct2, "direct_exact", "kUnroll"), "2");
+  EXPECT_EQ(constant(direct2, "direct_exact", "kSmallGroup"), "32");
+  EXPECT_EQ(constant(direct2, "sampled", "kUnroll"), "4");
+  EXPECT_EQ(constant(direct2, "sampled", "kSmallGroup"), "64");
+  EXPECT_EQ(constant(sampled2, "sampled", "kUnroll"), "2");
+  EXPECT_EQ(constant(sampled2, "sampled", "kSmallGroup"), "16");
+  EXPECT_EQ(constant(sampled2, "direct_exact", "kUnroll"), "8");
+  EXPECT_EQ(constant(sampled2, "direct_exact", "kSmallGroup"), "0");
+  // The gathered batch: 4 by default, the family's loads when 0.
+  EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64).constant("kGatherBatch"), "4");
+  const Policy follows = edited_policy([](Policy& p) { p.direct.gather_batch = 0; });
+  EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", follows, "direct_exact", 64).constant("kGatherBatch"), "8");
 }
 
 TEST(JitPlanner, SampledWorkspaceIsTheRowCountersAndOneSlicePerWorker) {
@@ -539,7 +582,8 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
   EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "false" : "true");
   EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
-  EXPECT_EQ(plan.constant("kSmallGroup"), v.opt_in ? "0" : "64");
+  // The small-group finish: on by default in the sampled family, off in the direct one.
+  EXPECT_EQ(plan.constant("kSmallGroup"), (plan.family == "sampled") != v.opt_in ? "64" : "0");
   if (plan.family == "sampled") {
     EXPECT_EQ(plan.constant("kFineTriggerWide") == "0", v.opt_in) << plan.constant("kFineTriggerWide");
     EXPECT_EQ(plan.constant("kFineTriggerNarrow") == "0", v.opt_in) << plan.constant("kFineTriggerNarrow");

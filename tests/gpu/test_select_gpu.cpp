@@ -416,6 +416,17 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nmarked_bin_chunks = 16\n";
     out.push_back(c);
   }
+  for (int batch : {8, 3}) {  // Gathered batches of other sizes than the default 4 (8: loads_in_flight).
+    Case c;
+    c.name = "direct_gather_batch" + std::to_string(batch);
+    c.k = batch == 8 ? 2048 : 255;
+    c.rows = 70;
+    c.width = batch == 8 ? 300001 : 140003;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\ngather_batch = " + std::to_string(batch) + "\n";
+    out.push_back(c);
+  }
   {  // The marked vectors visited chunk by chunk (the default gathers them
     // across chunks: row_stream.cuh, for_each_gathered).
     Case c;
@@ -440,8 +451,9 @@ std::vector<Case> cases() {
     c.policy = "[select.direct]\nendpoint_classification = false\n";
     out.push_back(c);
   }
-  {  // Radix rounds to the end (the default finishes groups of 64 or fewer by
-    // counting ranks); ties resolved by the index rounds.
+  {  // Radix rounds to the end in both families (the sampled family's default
+    // finishes groups of 64 or fewer by counting ranks); ties resolved by the
+    // index rounds.
     Case c;
     c.name = "radix_to_the_end";
     c.k = 1000;
@@ -450,7 +462,21 @@ std::vector<Case> cases() {
     c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
     c.families = {RowFamily::kBoundaryTies, RowFamily::kAllEqual, RowFamily::kSharedHigh21Bits, RowFamily::kUniform,
                   RowFamily::kIndexerLike, RowFamily::kTwoValues};
-    c.policy = "[select.direct]\nsmall_group = 0\n";
+    c.policy = "[select.direct]\nsmall_group = 0\n[select.sampled]\nsmall_group = 0\n";
+    out.push_back(c);
+  }
+  {  // The direct family with the small-group finish (its default: radix rounds
+    // to the end), on the same ties.
+    Case c;
+    c.name = "direct_small_group_finish";
+    c.k = 1000;
+    c.rows = 90;
+    c.width = 150001;
+    c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
+    c.family = "direct_exact";
+    c.families = {RowFamily::kBoundaryTies, RowFamily::kAllEqual, RowFamily::kSharedHigh21Bits, RowFamily::kUniform,
+                  RowFamily::kIndexerLike, RowFamily::kTwoValues};
+    c.policy = "[select.direct]\nsmall_group = 64\n";
     out.push_back(c);
   }
   return out;

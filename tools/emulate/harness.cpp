@@ -85,6 +85,9 @@ static constexpr int floor_mark_words() {
 #ifndef GATHER
 #define GATHER true
 #endif
+#ifndef GATHER_BATCH
+#define GATHER_BATCH UNROLL
+#endif
 #ifndef UNITS
 #define UNITS (VECTOR && !PREFETCH)
 #endif
@@ -132,6 +135,7 @@ struct Config {
   static constexpr int kMarkedBinChunks = SAMPLED ? 0 : BINS;
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarks = GATHER;
+  static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
 };
 
