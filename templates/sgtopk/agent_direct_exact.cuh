@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseUntilFloor.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -68,12 +68,8 @@ struct DirectExactAgent {
   static SGTOPK_DEVICE void raise_floor(SelectionState& state) {
     const u32 proven = proven_floor<kCoarseBins>(state.histogram, static_cast<u32>(Config::kK));
     if (proven <= kCoarseKeyMinNumber) return;  // warp-uniform
-    u32 previous = 0u;
-    if ((threadIdx.x & 31) == 0) previous = atomicMax(&state.floor_bin, proven);
-    previous = __shfl_sync(0xffffffffu, previous, 0);
-    if (proven <= previous) return;
-    const float low = coarse_bin_lower_endpoint_warp(proven);
-    if ((threadIdx.x & 31) == 0) atomicMax(&state.floor_low_key, ordered_key(low));
+    if ((threadIdx.x & 31) == 0 && atomicMax(&state.floor_bin, proven) < proven)
+      atomicMax(&state.floor_low_key, ordered_key(coarse_bin_lower_endpoint_direct(proven)));
   }
 
   // The exact coarse route up to refinement: the histogram pass, then the
@@ -123,17 +119,27 @@ struct DirectExactAgent {
             count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
         }
       } else {
+        // No floor yet: every score is keyed and counted, without a branch
+        // (a slot past the row, or NaN once the floor is above its bin,
+        // goes to the word nobody reads).
+        const u32 live = chunk.live_mask();
 #pragma unroll
         for (int n = 0; n < chunk.kCount; ++n) {
           const u32 bin = coarse_key(chunk.score(n));
-          if (chunk.is_valid(n) && bin >= floor_now) count_in_bin<Config::kAggregateHistogram>(state.histogram, bin);
+          const bool counted = ((live >> n) & 1u) != 0u && bin >= floor_now;
+          count_in_bin<Config::kAggregateHistogram>(counted ? state.histogram : &state.uncounted, counted ? bin : 0u);
         }
         if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
       }
       // Once per chunk, by the warp holding one of its slots, a different
       // slot each chunk (fixed slices: a different warp), so no warp falls
-      // behind the stream.
-      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
+      // behind the stream. kRaiseUntilFloor: also by any warp that finds no
+      // floor after counting (early in a row the chunk's own raise comes
+      // before most of the chunk is counted, and the next chunk would be
+      // counted whole too); cheap since the endpoint is in closed form.
+      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32) ||
+          (Config::kRaiseUntilFloor && floor_bin <= kCoarseKeyMinNumber))
+        raise_floor(state);
     };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
     // Backward, the boundary pass (forward) starts on the bytes this pass

@@ -61,6 +61,7 @@ struct DigitSchedule {
 // Shared state of one row's selection. Lives at the start of dynamic shared memory.
 struct SelectionState {
   u32 histogram[kCoarseBins];
+  u32 uncounted;        // where branch-free counting sends what it does not count (never read)
   u32 scratch[kRankScratchWords];
   u32 committed;        // output slots filled
   u32 frontier_count;   // candidates of the current group (may exceed capacity)

@@ -31,12 +31,19 @@ SGTOPK_DEVICE u32 proven_floor(const u32* bins, u32 rank) {
   constexpr int kPerLane = kBins / 32;
   const u32 all = 0xffffffffu;
   const int lane = threadIdx.x & 31;
+  // The bins are read once each, while other warps count (a compiler
+  // barrier rather than volatile, so the owned bins come as 16-byte loads).
+  asm volatile("" ::: "memory");
   const volatile u32* v = bins;
   // 1. Which lane's 64 bins (lane 0 owns the top ones) hold the crossing?
   const int first = kBins - (lane + 1) * kPerLane;
+  const uint4* quads = reinterpret_cast<const uint4*>(bins + first);  // first: a multiple of 64
   u32 owned = 0;
-#pragma unroll 16
-  for (int j = 0; j < kPerLane; ++j) owned += v[first + j];
+#pragma unroll 4
+  for (int j = 0; j < kPerLane / 4; ++j) {
+    const uint4 q = quads[j];
+    owned += (q.x + q.y) + (q.z + q.w);
+  }
   u32 inclusive = owned;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {

@@ -12,6 +12,7 @@ namespace sgtopk {
 constexpr int kCoarseBits = 11;
 constexpr int kCoarseBins = 1 << kCoarseBits;
 constexpr u32 kCoarseKeyMinNumber = 31u;  // coarse_key(-inf): the lowest bin a number reaches
+constexpr u32 kCoarseKeyMaxNumber = 2016u;  // coarse_key(+inf): the highest bin a number reaches
 
 SGTOPK_DEVICE u32 ordered_key(float x) {
   u32 bits = __float_as_uint(x);
@@ -74,13 +75,41 @@ SGTOPK_DEVICE float coarse_bin_lower_endpoint_warp(u32 bin) {
   return float_from_ordered_key(low);
 }
 
-// Two endpoints at once, warp 0 finding the first and warp 1 the second
-// (each written by its lane 0); the caller's barrier publishes them.
+// The same endpoint in closed form, for any thread alone (no search): the
+// bin's lowest key16 is bin << 5. Above the sign (the bin starts at a
+// magnitude m with its low five bits clear, so m is even) the endpoint is the
+// midpoint between FP16 m - 1 and m, which rounds to m (ties to even); at
+// m = 0 it is -2^-25, the most negative float rounding to -0. Below the sign
+// the bin's most negative FP16 has the odd magnitude m = 0x7fff - (bin << 5),
+// and the endpoint is the float just inside the midpoint between m and m + 1
+// (that midpoint rounds to m + 1). Every midpoint of two FP16 neighbours is
+// exact in FP32, +inf's included (65520, as FP16 magnitude 0x7c00 reads 2^16
+// below). The keys test checks it against the search for all 2048 bins.
+SGTOPK_DEVICE float f16_magnitude_value(u32 m) {  // m <= 0x7c00; 0x7c00 reads as 65536
+  const u32 exponent = m >> 10, fraction = m & 0x3ffu;
+  return exponent != 0u ? __uint_as_float(((exponent + 112u) << 23) | (fraction << 13))
+                        : static_cast<float>(fraction) * 0x1p-24f;
+}
+SGTOPK_DEVICE float coarse_bin_lower_endpoint_direct(u32 bin) {
+  if (bin > kCoarseKeyMaxNumber) return __uint_as_float(0x7fc00000u);
+  if (bin <= kCoarseKeyMinNumber) return __uint_as_float(0xff800000u);
+  const u32 key16 = bin << (16 - kCoarseBits);
+  if (key16 >= 0x8000u) {
+    const u32 m = key16 & 0x7fffu;
+    if (m == 0u) return -0x1p-25f;
+    return 0.5f * (f16_magnitude_value(m - 1u) + f16_magnitude_value(m));
+  }
+  const u32 m = 0x7fffu - key16;
+  const float midpoint = 0.5f * (f16_magnitude_value(m) + f16_magnitude_value(m + 1u));
+  return -__uint_as_float(__float_as_uint(midpoint) - 1u);
+}
+
+// Two endpoints at once, written by thread 0 (closed form); the caller's
+// barrier publishes them.
 SGTOPK_DEVICE void coarse_bin_lower_endpoints(u32 bin0, u32 bin1, float& endpoint0, float& endpoint1) {
-  const int warp = static_cast<int>(threadIdx.x >> 5);
-  if (warp < 2) {
-    const float endpoint = coarse_bin_lower_endpoint_warp(warp == 0 ? bin0 : bin1);
-    if ((threadIdx.x & 31) == 0) (warp == 0 ? endpoint0 : endpoint1) = endpoint;
+  if (threadIdx.x == 0) {
+    endpoint0 = coarse_bin_lower_endpoint_direct(bin0);
+    endpoint1 = coarse_bin_lower_endpoint_direct(bin1);
   }
 }
 

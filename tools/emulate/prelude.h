@@ -10,6 +10,7 @@
 #include <cstring>
 #include <atomic>
 struct float4 { float x, y, z, w; };
+struct uint4 { unsigned x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 struct EmuDim { unsigned x; };
 inline thread_local EmuDim threadIdx;
