@@ -21,8 +21,8 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 // Mirrors sizeof(SelectionState) in templates/sgtopk/frontier.cuh, rounded to
 // 16 bytes; the generated source static_asserts that the two agree.
-// (histogram, scratch, 18 four-byte fields, the u64 prefix)
-constexpr unsigned kSelectionStateBytes = (2048u * 4u + 40u * 4u + 19u * 4u + 8u + 15u) / 16u * 16u;
+// (histogram, the uncounted word, scratch, 17 four-byte fields, the u64 prefix)
+constexpr unsigned kSelectionStateBytes = (2048u * 4u + 4u + 40u * 4u + 17u * 4u + 8u + 15u) / 16u * 16u;
 // __launch_bounds__ hint: the workers that fit an SM's 2048 threads.
 unsigned occupancy_hint(int threads, int workers_per_sm) {
   return static_cast<unsigned>(std::max(1, std::min(workers_per_sm, 2048 / threads)));
@@ -76,7 +76,6 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
-      {"kRaiseUntilFloor", flag(d.raise_until_floor)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }

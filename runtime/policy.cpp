@@ -248,10 +248,6 @@ const std::vector<Section>& sections() {
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
                    "warp holds the block at the barrier after it; with 16-byte loads, without\n"
                    "prefetch_next_chunk and prefetch_l2_chunks (bench/NOTES.md)"),
-           boolean("raise_until_floor", SGTOPK_MEMBER(direct.raise_until_floor),
-                   "the exact route's histogram pass (both families): until the row has a floor, every\n"
-                   "warp that finds none after counting a unit raises it, not only one warp per chunk, so\n"
-                   "fewer units are counted whole early in a row"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -39,7 +39,6 @@ struct SelectDirectPolicy {
   int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
-  bool raise_until_floor = true;         // the histogram pass: every warp raises the floor after a unit until one exists
   int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

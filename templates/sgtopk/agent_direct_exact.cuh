@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseUntilFloor.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -123,23 +123,24 @@ struct DirectExactAgent {
         // (a slot past the row, or NaN once the floor is above its bin,
         // goes to the word nobody reads).
         const u32 live = chunk.live_mask();
-#pragma unroll
-        for (int n = 0; n < chunk.kCount; ++n) {
-          const u32 bin = coarse_key(chunk.score(n));
+        const auto count_or_not = [&](int n, u32 bin) {
           const bool counted = ((live >> n) & 1u) != 0u && bin >= floor_now;
           count_in_bin<Config::kAggregateHistogram>(counted ? state.histogram : &state.uncounted, counted ? bin : 0u);
+        };
+#pragma unroll
+        for (int n = 0; n < chunk.kCount; n += 2) {
+          u32 bin0, bin1;
+          coarse_key_pair(chunk.score(n), chunk.score(n + 1), bin0, bin1);
+          count_or_not(n, bin0);
+          count_or_not(n + 1, bin1);
         }
         if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
       }
       // Once per chunk, by the warp holding one of its slots, a different
       // slot each chunk (fixed slices: a different warp), so no warp falls
-      // behind the stream. kRaiseUntilFloor: also by any warp that finds no
-      // floor after counting (early in a row the chunk's own raise comes
-      // before most of the chunk is counted, and the next chunk would be
-      // counted whole too); cheap since the endpoint is in closed form.
-      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32) ||
-          (Config::kRaiseUntilFloor && floor_bin <= kCoarseKeyMinNumber))
-        raise_floor(state);
+      // behind the stream. (Raising more often early in a row, by every
+      // warp until the row has a floor, measured slower: bench/NOTES.md.)
+      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
     };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
     // Backward, the boundary pass (forward) starts on the bytes this pass

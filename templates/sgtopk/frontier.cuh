@@ -71,8 +71,6 @@ struct SelectionState {
   u32 done;
   u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
   u32 floor_low_key;    // ordered_key of a proven floor bin's lowest number (-inf's until one is known)
-  float boundary_low;   // lowest number in the boundary bin (endpoint classification)
-  float boundary_high;  // lowest number above the boundary bin, NaN when none
   float proposal_primary_low;    // sampled proposal: endpoint(tau0)
   float proposal_secondary_low;  // sampled proposal: endpoint(tau1) <= endpoint(tau0)
   float proposal_primary_high;    // fine proposal: the lowest number above tau0's bin (NaN when none)
@@ -406,7 +404,10 @@ struct Refinement {
 
   // Resolve the histogram of round r: boundary digit, how many to commit.
   // Returns the boundary digit; sets take_group when the whole group fits.
-  SGTOPK_DEVICE u32 resolve(bool* take_group) {
+  // `at_boundary(bin)` runs on thread 0 before the barrier that publishes
+  // what it writes.
+  template <typename AtBoundary>
+  SGTOPK_DEVICE u32 resolve(bool* take_group, AtBoundary&& at_boundary) {
     const u32 rank = state.remaining;
     const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, rank, state.scratch);
     *take_group = found.above + found.count == rank;
@@ -416,9 +417,13 @@ struct Refinement {
     if (threadIdx.x == 0) {
       state.remaining = rank - found.above;
       state.next_count = 0u;
+      at_boundary(found.bin);
     }
     __syncthreads();
     return found.bin;
+  }
+  SGTOPK_DEVICE u32 resolve(bool* take_group) {
+    return resolve(take_group, [](u32) {});
   }
 
   // After round r classified: the carried group becomes the frontier. Only
@@ -450,27 +455,31 @@ struct Refinement {
   // lowest number (floor_marks.cuh; prune_below tells it the bin).
   template <typename Want>
   SGTOPK_DEVICE void boundary_pass(const Want& want) {
+    // The bin's endpoints (closed form, so every thread computes its own)
+    // bound its scores' ordered keys: [key(low), key(high) - 1], or up to
+    // +inf's key when no number lies above the bin; thread 0 publishes
+    // their common prefix with resolve's barrier. NaN's bin 0 keeps the
+    // full-key schedule.
+    const auto endpoints = [](u32 bin, float& low, float& high) {
+      low = coarse_bin_lower_endpoint_direct(bin);
+      high = coarse_bin_lower_endpoint_direct(bin + 1u);
+    };
     bool take_group;
-    const u32 d = resolve(&take_group);
+    const u32 d = resolve(&take_group, [&](u32 bin) {
+      if (bin == 0u) return;
+      float low, high;
+      endpoints(bin, low, high);
+      set_common_prefix(ordered_key(low), high == high ? ordered_key(high) - 1u : ordered_key(__int_as_float(0x7f800000)));
+    });
     want.prune_below(d);  // this thread's own marks (floor_marks.cuh)
-    // The bin's endpoints bound its scores' ordered keys: [key(low),
-    // key(high) - 1], or up to +inf's key when no number lies above the bin.
-    // NaN's bin 0 keeps the full-key schedule.
-    coarse_bin_lower_endpoints(d, d + 1u, state.boundary_low, state.boundary_high);
-    __syncthreads();
-    if (threadIdx.x == 0 && d != 0u) {
-      const float high = state.boundary_high;
-      set_common_prefix(ordered_key(state.boundary_low),
-                        high == high ? ordered_key(high) - 1u : ordered_key(__int_as_float(0x7f800000)));
-    }
-    __syncthreads();
     if constexpr (kEndpointClassify) {
       // Two FP32 comparisons per score instead of its coarse key and a digit
       // comparison (ALGORITHM.md, "Endpoint"): commit at or above commit_low,
       // carry the rest of the bin. No number lies below bin 0 (NaN's), and
       // high is NaN when no number lies above the bin, so nothing compares
       // above it.
-      const float low = state.boundary_low, high = state.boundary_high;
+      float low, high;
+      endpoints(d, low, high);
       const bool bin_zero = d == 0u;
       const float commit_low = take_group ? low : high;
       classify_row(want, EndpointVerdict{commit_low, take_group ? commit_low : low, take_group && bin_zero, bin_zero});

@@ -31,6 +31,27 @@ SGTOPK_DEVICE u32 coarse_key(float x) {
   return magnitude > 0x7c00u ? 0u : key16 >> (16 - kCoarseBits);
 }
 
+// coarse_key of two scores from one packed conversion: cvt.rn.f16x2.f32 is
+// a plain ALU op, where the scalar cvt.rn.f16.f32 goes through the slower
+// conversion pipe, and the rest is the same mapping done lane-wise on the
+// pair (every sum and difference below stays inside its 16-bit lane). For
+// the passes that key every score of a chunk. Bit 15 of a lane of
+// `magnitude + 0x7fff` says the magnitude is not zero, of `magnitude +
+// 0x03ff` that it is above inf's (NaN); `(x >> 15) * 0xffff` spreads such
+// bits over their lanes.
+SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
+  u32 halves;  // a in the low lane, b in the high one
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(halves) : "f"(b), "f"(a));
+  const u32 magnitude = halves & 0x7fff7fffu;
+  const u32 negative_nonzero = halves & (magnitude + 0x7fff7fffu) & 0x80008000u;
+  const u32 nan = (magnitude + 0x03ff03ffu) & 0x80008000u;
+  const u32 invert = (negative_nonzero >> 15) * 0xffffu;
+  const u32 zero = (nan >> 15) * 0xffffu;
+  const u32 key16 = ((halves | 0x80008000u) ^ invert) & ~zero;
+  key_a = (key16 & 0xffffu) >> (16 - kCoarseBits);
+  key_b = key16 >> (32 - kCoarseBits);
+}
+
 // The float an ordered key stands for (either zero for the key of 0).
 SGTOPK_DEVICE float float_from_ordered_key(u32 key) {
   return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);

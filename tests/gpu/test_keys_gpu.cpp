@@ -1,6 +1,6 @@
 // The device keys (templates/sgtopk/keys.cuh) against the host reference
 // (runtime/reference.h), bit for bit (label `gpu`): ordered_key and
-// coarse_key on every bin edge, its neighbours and the special values, and
+// coarse_key (alone and in packed pairs) on every bin edge, its neighbours and the special values, and
 // coarse_bin_lower_endpoint (serial, warp-cooperative and closed-form) for all 2048 bins. The two sides are separate
 // implementations; every select family's exactness rests on their agreeing.
 #include <gtest/gtest.h>
@@ -26,11 +26,19 @@ namespace {
 constexpr const char* kProbeSource = R"(
 #include "sgtopk/keys.cuh"
 extern "C" __global__ void sgtopk_keys_probe(const float* x, unsigned* ordered, unsigned* coarse, int n,
-                                             float* endpoints, float* warp_endpoints, float* direct_endpoints) {
+                                             float* endpoints, float* warp_endpoints, float* direct_endpoints,
+                                             unsigned* pair_low, unsigned* pair_high) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     ordered[i] = sgtopk::ordered_key(x[i]);
     coarse[i] = sgtopk::coarse_key(x[i]);
+    // The packed pair, each value once in either lane (its partner: the
+    // next value, so lanes meet every kind of neighbour).
+    unsigned low, high;
+    sgtopk::coarse_key_pair(x[i], x[(i + 1) % n], low, high);
+    pair_low[i] = low;
+    sgtopk::coarse_key_pair(x[(i + 1) % n], x[i], low, high);
+    pair_high[i] = high;
   }
   if (i < sgtopk::kCoarseBins) {
     endpoints[i] = sgtopk::coarse_bin_lower_endpoint(static_cast<unsigned>(i));
@@ -41,6 +49,25 @@ extern "C" __global__ void sgtopk_keys_probe(const float* x, unsigned* ordered, 
   for (int bin = i >> 5; bin < sgtopk::kCoarseBins; bin += warps) {
     const float e = sgtopk::coarse_bin_lower_endpoint_warp(static_cast<unsigned>(bin));
     if ((threadIdx.x & 31) == 0) warp_endpoints[bin] = e;
+  }
+}
+)";
+
+// Every float bit pattern x, paired with ~x in both lane orders, against the
+// scalar device key: counts the mismatches and keeps the first one's bits.
+constexpr const char* kPairExhaustiveSource = R"(
+#include "sgtopk/keys.cuh"
+extern "C" __global__ void sgtopk_pair_exhaustive(unsigned* mismatches, unsigned* first_bits) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long b = blockIdx.x * blockDim.x + threadIdx.x; b < (1ull << 32); b += stride) {
+    const float x = __uint_as_float(static_cast<unsigned>(b)), y = __uint_as_float(~static_cast<unsigned>(b));
+    unsigned kx, ky, ky2, kx2;
+    sgtopk::coarse_key_pair(x, y, kx, ky);
+    sgtopk::coarse_key_pair(y, x, ky2, kx2);
+    const unsigned want_x = sgtopk::coarse_key(x), want_y = sgtopk::coarse_key(y);
+    if (kx != want_x || kx2 != want_x || ky != want_y || ky2 != want_y) {
+      if (atomicAdd(mismatches, 1u) == 0u) *first_bits = static_cast<unsigned>(b);
+    }
   }
 }
 )";
@@ -88,17 +115,19 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
   const std::vector<float> x = probe_values();
   const int n = static_cast<int>(x.size());
   DeviceBuffer d_x(x.size() * 4), d_ordered(x.size() * 4), d_coarse(x.size() * 4), d_endpoints(2048 * 4), d_warp_endpoints(2048 * 4),
-      d_direct_endpoints(2048 * 4);
+      d_direct_endpoints(2048 * 4), d_pair_low(x.size() * 4), d_pair_high(x.size() * 4);
   d_x.upload(x);
   d_ordered.fill_u32(0xdeadbeefu);
   d_coarse.fill_u32(0xdeadbeefu);
   d_endpoints.fill_u32(0xdeadbeefu);
   d_warp_endpoints.fill_u32(0xdeadbeefu);
   d_direct_endpoints.fill_u32(0xdeadbeefu);
+  d_pair_low.fill_u32(0xdeadbeefu);
+  d_pair_high.fill_u32(0xdeadbeefu);
   CUdeviceptr px = d_x.ptr(), po = d_ordered.ptr(), pc = d_coarse.ptr(), pe = d_endpoints.ptr(), pw = d_warp_endpoints.ptr(),
-              pd = d_direct_endpoints.ptr();
+              pd = d_direct_endpoints.ptr(), pl = d_pair_low.ptr(), ph = d_pair_high.ptr();
   int count = n;
-  void* args[] = {&px, &po, &pc, &count, &pe, &pw, &pd};
+  void* args[] = {&px, &po, &pc, &count, &pe, &pw, &pd, &pl, &ph};
   CUlaunchConfig config = {};
   config.gridDimX = static_cast<unsigned>((std::max(n, 2048) + 255) / 256);
   config.gridDimY = config.gridDimZ = 1;
@@ -109,6 +138,8 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
 
   const std::vector<uint32_t> ordered = d_ordered.download_as<uint32_t>(x.size());
   const std::vector<uint32_t> coarse = d_coarse.download_as<uint32_t>(x.size());
+  const std::vector<uint32_t> pair_low = d_pair_low.download_as<uint32_t>(x.size());
+  const std::vector<uint32_t> pair_high = d_pair_high.download_as<uint32_t>(x.size());
   const std::vector<float> endpoints = d_endpoints.download_as<float>(2048);
   const std::vector<float> warp_endpoints = d_warp_endpoints.download_as<float>(2048);
   const std::vector<float> direct_endpoints = d_direct_endpoints.download_as<float>(2048);
@@ -119,6 +150,14 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
       ADD_FAILURE() << "ordered_key(0x" << std::hex << bits << "): device 0x" << ordered[i] << ", host 0x"
                     << reference::ordered_key(x[i]);
       ++mismatches;
+    }
+    for (int lane = 0; lane < 2; ++lane) {
+      const uint32_t paired = lane == 0 ? pair_low[i] : pair_high[i];
+      if (paired != reference::coarse_key(x[i])) {
+        ADD_FAILURE() << "coarse_key_pair(0x" << std::hex << bits << ", " << (lane == 0 ? "low" : "high")
+                      << " lane): device " << std::dec << paired << ", host " << reference::coarse_key(x[i]);
+        ++mismatches;
+      }
     }
     if (coarse[i] != reference::coarse_key(x[i])) {
       ADD_FAILURE() << "coarse_key(0x" << std::hex << bits << "): device " << std::dec << coarse[i] << ", host "
@@ -142,6 +181,41 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
   check_endpoints(endpoints, "coarse_bin_lower_endpoint");
   check_endpoints(warp_endpoints, "coarse_bin_lower_endpoint_warp");
   check_endpoints(direct_endpoints, "coarse_bin_lower_endpoint_direct");
+  cu.cuModuleUnload(module);
+}
+
+TEST(KeysGpu, PackedPairKeysEqualTheScalarKeyOnEveryFloat) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  Target target = resolve_target(0, nullptr, "sm_90");
+  GeneratedSource source;
+  source.name = "sgtopk_pair_exhaustive.cu";
+  source.entry = "sgtopk_pair_exhaustive";
+  source.text = kPairExhaustiveSource;
+  for (const EmbeddedHeader& h : embedded_headers()) source.headers.emplace_back(h.name, h.text);
+  const std::vector<std::string> options = {"--gpu-architecture=" + target.arch, "--std=c++17", "-default-device"};
+  const std::vector<char> cubin = compile_cubin(source, options, target.arch, "pair_exhaustive");
+  release_target(target);
+
+  const DriverApi& cu = driver();
+  CUmodule module = nullptr;
+  check_cuda(cu.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+  CUfunction function = nullptr;
+  check_cuda(cu.cuModuleGetFunction(&function, module, "sgtopk_pair_exhaustive"), "cuModuleGetFunction");
+  DeviceBuffer d_mismatches(4), d_first(4);
+  d_mismatches.fill_u32(0u);
+  d_first.fill_u32(0u);
+  CUdeviceptr pm = d_mismatches.ptr(), pf = d_first.ptr();
+  void* args[] = {&pm, &pf};
+  CUlaunchConfig config = {};
+  config.gridDimX = 4096;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 256;
+  config.blockDimY = config.blockDimZ = 1;
+  check_cuda(cu.cuLaunchKernelEx(&config, function, args, nullptr), "cuLaunchKernelEx");
+  check_cuda(cu.cuCtxSynchronize(), "pair exhaustive");
+  const uint32_t mismatches = d_mismatches.download_as<uint32_t>(1)[0];
+  EXPECT_EQ(mismatches, 0u) << "first mismatch at float bits 0x" << std::hex << d_first.download_as<uint32_t>(1)[0];
   cu.cuModuleUnload(module);
 }
 

@@ -91,9 +91,6 @@ static constexpr int floor_mark_words() {
 #ifndef UNITS
 #define UNITS (VECTOR && !PREFETCH)
 #endif
-#ifndef RAISE_UNTIL_FLOOR
-#define RAISE_UNTIL_FLOOR true
-#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -140,7 +137,6 @@ struct Config {
   static constexpr bool kGatherMarks = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
-  static constexpr bool kRaiseUntilFloor = RAISE_UNTIL_FLOOR;
 };
 
 static unsigned okey(float x) {
