@@ -76,6 +76,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
+      {"kRaiseAtClaim", flag(d.raise_at_claim)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }

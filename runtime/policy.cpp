@@ -248,6 +248,11 @@ const std::vector<Section>& sections() {
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
                    "warp holds the block at the barrier after it; with 16-byte loads, without\n"
                    "prefetch_next_chunk and prefetch_l2_chunks (bench/NOTES.md)"),
+           boolean("raise_at_claim", SGTOPK_MEMBER(direct.raise_at_claim),
+                   "with work units, the floor is raised by the warp that takes a chunk's last unit\n"
+                   "(about when every warp has counted its unit of the chunk before), before its loads,\n"
+                   "instead of after one visit of each chunk: the rest of the chunk meets a floor from\n"
+                   "the whole chunk before it (bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

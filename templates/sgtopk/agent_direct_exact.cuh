@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -78,6 +78,9 @@ struct DirectExactAgent {
   // `clock` (the direct family's own rows; null in the sampled recovery)
   // laps the histogram pass and the boundary pass apart.
   typedef PhaseClock<Config::kRouteStats> Clock;
+  // Where the histogram pass raises the floor: as a chunk's last work unit
+  // is taken (kRaiseAtClaim), else after one visit of each chunk.
+  static constexpr bool kRaiseAtClaim = Config::kRaiseAtClaim && Config::kWorkUnits;
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
                                            const Marks& marks, Clock* clock = nullptr) {
@@ -136,18 +139,26 @@ struct DirectExactAgent {
         }
         if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
       }
-      // Once per chunk, by the warp holding one of its slots, a different
-      // slot each chunk (fixed slices: a different warp), so no warp falls
-      // behind the stream. (Raising more often early in a row, by every
-      // warp until the row has a floor, measured slower: bench/NOTES.md.)
-      if ((chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
+      // Without kRaiseAtClaim: once per chunk, after its visit, by the warp
+      // holding one of its slots, a different slot each chunk (fixed
+      // slices: a different warp), so no warp falls behind the stream.
+      // (Raising more often early in a row, by every warp until the row has
+      // a floor, measured slower: bench/NOTES.md.)
+      if (!kRaiseAtClaim && (chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
     };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
     // Backward, the boundary pass (forward) starts on the bytes this pass
     // read last, the likeliest still in L2; in the sampled family's recovery
     // this pass in turn starts where the certification pass ended.
+    // kRaiseAtClaim: the warp taking a chunk's last unit takes it once
+    // (about) every warp has counted its unit of the chunk before, so its
+    // raise, before its loads, sees all of that chunk and lands while the
+    // other units of this one are still loading.
+    const auto on_claim = [&](int ordinal, int warp_slot) {
+      if (kRaiseAtClaim && ordinal > 0 && warp_slot == Config::kThreads / 32 - 1) raise_floor(state);
+    };
     if constexpr (Config::kWorkUnits)
-      row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar);
+      row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar, on_claim);
     else if constexpr (Config::kHistogramBackward)
       row.for_each_chunk_backward(visit_chunk, visit_scalar);
     else

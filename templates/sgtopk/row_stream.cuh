@@ -232,9 +232,11 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
 // 2^17 row's time on average (bench/NOTES.md, eighth session). The chunk
 // reaches the visitor as its slot's lanes hold it (chunk.slot). No register
 // double buffer and no L2 look-ahead here.
-template <typename Shape, bool kBackward, typename VisitChunk, typename VisitScalar>
+// on_claim(ordinal, warp_slot) runs on the whole warp as it takes a unit,
+// before the unit's loads (ordinal: the chunk's place in the walk).
+template <typename Shape, bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
 SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, VisitChunk&& visit_chunk,
-                                 VisitScalar&& visit_scalar) {
+                                 VisitScalar&& visit_scalar, OnClaim&& on_claim) {
   static_assert(Shape::kVectorLoads, "units of 16-byte vectors");
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll, kWarps = kThreads / 32;
   constexpr int kChunk = kThreads * kUnroll;
@@ -249,6 +251,7 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
     unit = __shfl_sync(0xffffffffu, unit, 0);
     if (unit >= units) break;  // warp-uniform
     const int ordinal = static_cast<int>(unit / kWarps);
+    on_claim(ordinal, static_cast<int>(unit % kWarps));
     const int number = kBackward ? chunks - 1 - ordinal : ordinal;
     const int slot = static_cast<int>(unit % kWarps) * 32 + lane;
     const int base = number * kChunk;
@@ -377,8 +380,8 @@ struct RegisterRow {
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
-  template <bool kBackward, typename VisitChunk, typename VisitScalar>
-  SGTOPK_DEVICE void for_each_unit(u32*, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+  template <bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
+  SGTOPK_DEVICE void for_each_unit(u32*, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar, OnClaim&&) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
   template <typename Want, typename VisitChunk, typename VisitScalar>
@@ -412,9 +415,10 @@ struct StreamedRow {
     sgtopk::for_each_chunk<Shape, true>(row, len, EveryVector{}, visit_chunk, visit_scalar);
   }
   // Every vector, in warp-sized units any warp may take (sgtopk::for_each_unit).
-  template <bool kBackward, typename VisitChunk, typename VisitScalar>
-  SGTOPK_DEVICE void for_each_unit(u32* units_taken, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
-    sgtopk::for_each_unit<Shape, kBackward>(row, len, units_taken, visit_chunk, visit_scalar);
+  template <bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
+  SGTOPK_DEVICE void for_each_unit(u32* units_taken, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar,
+                                   OnClaim&& on_claim) const {
+    sgtopk::for_each_unit<Shape, kBackward>(row, len, units_taken, visit_chunk, visit_scalar, on_claim);
   }
   // Only the vectors `want` asks for (the head and the tail always): chunk
   // by chunk, or gathered across chunks where `want` can list them

@@ -269,6 +269,23 @@ std::vector<Case> cases() {
     c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
     out.push_back(c);
   }
+  // The floor raised after one visit of each chunk (the default raises it as
+  // a chunk's last work unit is taken), with work units and with fixed
+  // slices; K large and small, rows of one to many chunks.
+  for (const char* policy : {"raise_at_claim = false\n", "work_units = false\n"}) {
+    for (int k : {2048, 7}) {
+      Case c;
+      c.name = std::string(policy[0] == 'r' ? "direct_raise_after_visit" : "direct_fixed_slices") + "_k" +
+               std::to_string(k);
+      c.k = k;
+      c.rows = 90;
+      c.width = 300001;
+      c.flags = SGTOPK_VALUES | SGTOPK_STARTS | (k < 16 ? SGTOPK_SORTED : 0);
+      c.family = "direct_exact";
+      c.policy = std::string("[select.direct]\n") + policy;
+      out.push_back(c);
+    }
+  }
   {  // Scalar loads only.
     Case c;
     c.name = "scalar_loads";

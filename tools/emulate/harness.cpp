@@ -91,6 +91,9 @@ static constexpr int floor_mark_words() {
 #ifndef UNITS
 #define UNITS (VECTOR && !PREFETCH)
 #endif
+#ifndef RAISE_AT_CLAIM
+#define RAISE_AT_CLAIM true
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -137,6 +140,7 @@ struct Config {
   static constexpr bool kGatherMarks = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
+  static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
 };
 
 static unsigned okey(float x) {
