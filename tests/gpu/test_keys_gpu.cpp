@@ -93,24 +93,30 @@ std::vector<float> probe_values() {
   return v;
 }
 
-TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
-  SGTOPK_REQUIRE_GPU();
-  test_context();
+// Compiles a probe kernel against the embedded templates (sm_90) and loads it.
+CUmodule load_probe(const char* text, const std::string& entry, CUfunction* function) {
   Target target = resolve_target(0, nullptr, "sm_90");
   GeneratedSource source;
-  source.name = "sgtopk_keys_probe.cu";
-  source.entry = "sgtopk_keys_probe";
-  source.text = kProbeSource;
+  source.name = entry + ".cu";
+  source.entry = entry;
+  source.text = text;
   for (const EmbeddedHeader& h : embedded_headers()) source.headers.emplace_back(h.name, h.text);
   const std::vector<std::string> options = {"--gpu-architecture=" + target.arch, "--std=c++17", "-default-device"};
-  const std::vector<char> cubin = compile_cubin(source, options, target.arch, "keys_probe");
+  const std::vector<char> cubin = compile_cubin(source, options, target.arch, entry);
   release_target(target);
-
   const DriverApi& cu = driver();
   CUmodule module = nullptr;
   check_cuda(cu.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+  check_cuda(cu.cuModuleGetFunction(function, module, entry.c_str()), "cuModuleGetFunction");
+  return module;
+}
+
+TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
   CUfunction function = nullptr;
-  check_cuda(cu.cuModuleGetFunction(&function, module, "sgtopk_keys_probe"), "cuModuleGetFunction");
+  const CUmodule module = load_probe(kProbeSource, "sgtopk_keys_probe", &function);
+  const DriverApi& cu = driver();
 
   const std::vector<float> x = probe_values();
   const int n = static_cast<int>(x.size());
@@ -187,21 +193,9 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
 TEST(KeysGpu, PackedPairKeysEqualTheScalarKeyOnEveryFloat) {
   SGTOPK_REQUIRE_GPU();
   test_context();
-  Target target = resolve_target(0, nullptr, "sm_90");
-  GeneratedSource source;
-  source.name = "sgtopk_pair_exhaustive.cu";
-  source.entry = "sgtopk_pair_exhaustive";
-  source.text = kPairExhaustiveSource;
-  for (const EmbeddedHeader& h : embedded_headers()) source.headers.emplace_back(h.name, h.text);
-  const std::vector<std::string> options = {"--gpu-architecture=" + target.arch, "--std=c++17", "-default-device"};
-  const std::vector<char> cubin = compile_cubin(source, options, target.arch, "pair_exhaustive");
-  release_target(target);
-
-  const DriverApi& cu = driver();
-  CUmodule module = nullptr;
-  check_cuda(cu.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
   CUfunction function = nullptr;
-  check_cuda(cu.cuModuleGetFunction(&function, module, "sgtopk_pair_exhaustive"), "cuModuleGetFunction");
+  const CUmodule module = load_probe(kPairExhaustiveSource, "sgtopk_pair_exhaustive", &function);
+  const DriverApi& cu = driver();
   DeviceBuffer d_mismatches(4), d_first(4);
   d_mismatches.fill_u32(0u);
   d_first.fill_u32(0u);
