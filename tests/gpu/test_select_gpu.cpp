@@ -286,6 +286,18 @@ std::vector<Case> cases() {
       out.push_back(c);
     }
   }
+  {  // Rows kept in registers with an odd count per thread (keys are
+    // computed two at a time: the last one alone).
+    Case c;
+    c.name = "register_rows_odd_items";
+    c.k = 2048;
+    c.rows = 70;
+    c.width = 7000;
+    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
+    c.family = "direct_exact";
+    c.policy = "[select.direct]\nitems_per_thread = 7\n";
+    out.push_back(c);
+  }
   {  // Scalar loads only.
     Case c;
     c.name = "scalar_loads";
