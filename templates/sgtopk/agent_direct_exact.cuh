@@ -124,34 +124,20 @@ struct DirectExactAgent {
       } else {
         // No floor yet: every score is keyed (two at a time) and counted,
         // without a branch (a slot past the row, or NaN once the floor is
-        // above its bin, goes to the word nobody reads). A chunk that keeps
-        // its marked vectors' bins takes each vector's highest from these
-        // keys rather than keying its maximum again.
+        // above its bin, goes to the word nobody reads).
         const u32 live = chunk.live_mask();
         const auto count_or_not = [&](int n, u32 bin) {
           const bool counted = ((live >> n) & 1u) != 0u && bin >= floor_now;
           count_in_bin<Config::kAggregateHistogram>(counted ? state.histogram : &state.uncounted, counted ? bin : 0u);
         };
-        const auto count_pair = [&](int n) {  // scores n and n + 1 (if any); the larger key
+#pragma unroll
+        for (int n = 0; n < chunk.kCount; n += 2) {  // an odd count (register rows): the last score alone
           u32 first, second;
           coarse_key_pair(chunk.score(n), n + 1 < chunk.kCount ? chunk.score(n + 1) : 0.0f, first, second);
           count_or_not(n, first);
           if (n + 1 < chunk.kCount) count_or_not(n + 1, second);
-          return max_of(first, second);
-        };
-        if constexpr (Marks::kSelective && Marks::kBinChunks > 0) {  // streamed rows: 16-byte vectors
-          const bool keeps_bins = marks.keeps_bins(chunk);
-#pragma unroll
-          for (int u = 0; u < chunk.kVectors; ++u) {
-            const u32 highest = max_of(count_pair(4 * u), count_pair(4 * u + 2));
-            if (keeps_bins && ((chunk.valid >> u) & 1u)) marks.record_bin(chunk, u, highest);
-          }
-          marks.record_marks(chunk, chunk.valid);  // no floor yet: all of it
-        } else {
-#pragma unroll
-          for (int n = 0; n < chunk.kCount; n += 2) count_pair(n);
-          if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
         }
+        if constexpr (Marks::kSelective) marks.record(chunk, chunk.valid);  // no floor yet: all of it
       }
       // Without kRaiseAtClaim: once per chunk, after its visit, by the warp
       // holding one of its slots, a different slot each chunk (fixed

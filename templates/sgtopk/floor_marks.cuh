@@ -95,29 +95,16 @@ struct FloorMarks {
   // visits it): a plain store.
   template <typename Chunk>
   SGTOPK_DEVICE void record(const Chunk& chunk, u32 vectors) const {
-    record_marks(chunk, vectors);
-    if (keeps_bins(chunk)) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if ((vectors >> u) & 1u) record_bin(chunk, u, highest_bin(chunk.v[u]));
-    }
-  }
-  // record() in two halves, for a pass that has the marked vectors' highest
-  // bins already (the keys of every score of a chunk counted whole).
-  template <typename Chunk>
-  SGTOPK_DEVICE void record_marks(const Chunk& chunk, u32 vectors) const {
     const int w = chunk.number / kPerWord;
     if (vectors != 0u && w < kWords)
       atomicOr(&words[w * kThreads + chunk.slot], (vectors & kField) << ((chunk.number % kPerWord) * kBits));
-  }
-  template <typename Chunk>
-  SGTOPK_DEVICE bool keeps_bins(const Chunk& chunk) const {
     const int binned = chunk.number - bin_first;
-    return kBinChunks > 0 && binned >= 0 && binned < kBinChunks;
-  }
-  template <typename Chunk>  // v[u] of a chunk that keeps_bins
-  SGTOPK_DEVICE void record_bin(const Chunk& chunk, int u, u32 highest) const {
-    bins[bin_slot(chunk.number - bin_first, u, chunk.slot)] = static_cast<unsigned short>(highest);
+    if (kBinChunks > 0 && binned >= 0 && binned < kBinChunks) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if ((vectors >> u) & 1u)
+          bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
+    }
   }
   // This thread's own words: only it reads them (the classification pass),
   // so it may clear them once its own reading is over; the barrier that
@@ -207,7 +194,6 @@ template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kG
 struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_>
     : EveryVector {
   static constexpr int kSharedWords = 0;
-  static constexpr int kBinChunks = 0;
   SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }
   SGTOPK_DEVICE void prune_below(u32) const {}
   template <typename Chunk>
