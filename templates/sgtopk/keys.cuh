@@ -63,9 +63,9 @@ SGTOPK_DEVICE float float_from_ordered_key(u32 key) {
 // from -inf to +inf, exact by construction because coarse_key is monotone
 // there: comparing FP32 scores with it is the same as comparing coarse keys.
 // Bins 0..31 (NaN's bin and the ones below -inf's) all give -inf: NaN is no
-// number, so callers that can meet bin 0 treat it apart. The device kernels
-// use the warp form below; this one is the reference the keys test checks
-// both against.
+// number, so callers that can meet bin 0 treat it apart. The kernels use
+// the closed form below; this search is what the keys test checks it
+// against, besides the host reference.
 SGTOPK_DEVICE float coarse_bin_lower_endpoint(u32 bin) {
   u32 low = 0x007fffffu, high = 0xff800000u;  // ordered keys of -inf and +inf
   if (coarse_key(float_from_ordered_key(high)) < bin) return __uint_as_float(0x7fc00000u);
@@ -73,25 +73,6 @@ SGTOPK_DEVICE float coarse_bin_lower_endpoint(u32 bin) {
     const u32 mid = low + (high - low) / 2u;
     if (coarse_key(float_from_ordered_key(mid)) >= bin) high = mid;
     else low = mid + 1u;
-  }
-  return float_from_ordered_key(low);
-}
-
-// The same endpoint found by one whole warp: 32 probes per step instead of
-// one (a 32-ary search, about 7 steps instead of 32), so the block waits
-// less at the barrier after it. Every lane returns the answer.
-SGTOPK_DEVICE float coarse_bin_lower_endpoint_warp(u32 bin) {
-  u32 low = 0x007fffffu, high = 0xff800000u;
-  if (coarse_key(float_from_ordered_key(high)) < bin) return __uint_as_float(0x7fc00000u);
-  const u32 lane = threadIdx.x & 31u;
-  while (low < high) {  // invariant: the answer lies in [low, high]; probe 31 is high itself
-    const u32 probe = low + static_cast<u32>((static_cast<u64>(high - low) * (lane + 1u)) >> 5);
-    const u32 reached = __ballot_sync(0xffffffffu, coarse_key(float_from_ordered_key(probe)) >= bin);
-    const int first = __ffs(reached) - 1;  // reached has bit 31 set: the probe at high
-    const u32 first_probe = __shfl_sync(0xffffffffu, probe, first);
-    const u32 before = __shfl_sync(0xffffffffu, probe, first > 0 ? first - 1 : 0);
-    if (first > 0) low = before + 1u;
-    high = first_probe;
   }
   return float_from_ordered_key(low);
 }
@@ -105,7 +86,8 @@ SGTOPK_DEVICE float coarse_bin_lower_endpoint_warp(u32 bin) {
 // and the endpoint is the float just inside the midpoint between m and m + 1
 // (that midpoint rounds to m + 1). Every midpoint of two FP16 neighbours is
 // exact in FP32, +inf's included (65520, as FP16 magnitude 0x7c00 reads 2^16
-// below). The keys test checks it against the search for all 2048 bins.
+// below). The keys test checks it against the searches (device and host)
+// for all 2048 bins.
 SGTOPK_DEVICE float f16_magnitude_value(u32 m) {  // m <= 0x7c00; 0x7c00 reads as 65536
   const u32 exponent = m >> 10, fraction = m & 0x3ffu;
   return exponent != 0u ? __uint_as_float(((exponent + 112u) << 23) | (fraction << 13))

@@ -1,7 +1,7 @@
 // The device keys (templates/sgtopk/keys.cuh) against the host reference
 // (runtime/reference.h), bit for bit (label `gpu`): ordered_key and
 // coarse_key (alone and in packed pairs) on every bin edge, its neighbours and the special values, and
-// coarse_bin_lower_endpoint (serial, warp-cooperative and closed-form) for all 2048 bins. The two sides are separate
+// coarse_bin_lower_endpoint (search and closed form) for all 2048 bins. The two sides are separate
 // implementations; every select family's exactness rests on their agreeing.
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kProbeSource = R"(
 #include "sgtopk/keys.cuh"
 extern "C" __global__ void sgtopk_keys_probe(const float* x, unsigned* ordered, unsigned* coarse, int n,
-                                             float* endpoints, float* warp_endpoints, float* direct_endpoints,
+                                             float* endpoints, float* direct_endpoints,
                                              unsigned* pair_low, unsigned* pair_high) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
@@ -43,12 +43,6 @@ extern "C" __global__ void sgtopk_keys_probe(const float* x, unsigned* ordered, 
   if (i < sgtopk::kCoarseBins) {
     endpoints[i] = sgtopk::coarse_bin_lower_endpoint(static_cast<unsigned>(i));
     direct_endpoints[i] = sgtopk::coarse_bin_lower_endpoint_direct(static_cast<unsigned>(i));
-  }
-  // The warp-cooperative search: every warp of the grid takes bins in turn.
-  const int warps = static_cast<int>(gridDim.x * blockDim.x) >> 5;
-  for (int bin = i >> 5; bin < sgtopk::kCoarseBins; bin += warps) {
-    const float e = sgtopk::coarse_bin_lower_endpoint_warp(static_cast<unsigned>(bin));
-    if ((threadIdx.x & 31) == 0) warp_endpoints[bin] = e;
   }
 }
 )";
@@ -120,20 +114,19 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
 
   const std::vector<float> x = probe_values();
   const int n = static_cast<int>(x.size());
-  DeviceBuffer d_x(x.size() * 4), d_ordered(x.size() * 4), d_coarse(x.size() * 4), d_endpoints(2048 * 4), d_warp_endpoints(2048 * 4),
+  DeviceBuffer d_x(x.size() * 4), d_ordered(x.size() * 4), d_coarse(x.size() * 4), d_endpoints(2048 * 4),
       d_direct_endpoints(2048 * 4), d_pair_low(x.size() * 4), d_pair_high(x.size() * 4);
   d_x.upload(x);
   d_ordered.fill_u32(0xdeadbeefu);
   d_coarse.fill_u32(0xdeadbeefu);
   d_endpoints.fill_u32(0xdeadbeefu);
-  d_warp_endpoints.fill_u32(0xdeadbeefu);
   d_direct_endpoints.fill_u32(0xdeadbeefu);
   d_pair_low.fill_u32(0xdeadbeefu);
   d_pair_high.fill_u32(0xdeadbeefu);
-  CUdeviceptr px = d_x.ptr(), po = d_ordered.ptr(), pc = d_coarse.ptr(), pe = d_endpoints.ptr(), pw = d_warp_endpoints.ptr(),
+  CUdeviceptr px = d_x.ptr(), po = d_ordered.ptr(), pc = d_coarse.ptr(), pe = d_endpoints.ptr(),
               pd = d_direct_endpoints.ptr(), pl = d_pair_low.ptr(), ph = d_pair_high.ptr();
   int count = n;
-  void* args[] = {&px, &po, &pc, &count, &pe, &pw, &pd, &pl, &ph};
+  void* args[] = {&px, &po, &pc, &count, &pe, &pd, &pl, &ph};
   CUlaunchConfig config = {};
   config.gridDimX = static_cast<unsigned>((std::max(n, 2048) + 255) / 256);
   config.gridDimY = config.gridDimZ = 1;
@@ -147,7 +140,6 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
   const std::vector<uint32_t> pair_low = d_pair_low.download_as<uint32_t>(x.size());
   const std::vector<uint32_t> pair_high = d_pair_high.download_as<uint32_t>(x.size());
   const std::vector<float> endpoints = d_endpoints.download_as<float>(2048);
-  const std::vector<float> warp_endpoints = d_warp_endpoints.download_as<float>(2048);
   const std::vector<float> direct_endpoints = d_direct_endpoints.download_as<float>(2048);
   int mismatches = 0;
   for (size_t i = 0; i < x.size() && mismatches < 10; ++i) {
@@ -185,7 +177,6 @@ TEST(KeysGpu, DeviceKeysAndEndpointsEqualTheHostReference) {
     }
   };
   check_endpoints(endpoints, "coarse_bin_lower_endpoint");
-  check_endpoints(warp_endpoints, "coarse_bin_lower_endpoint_warp");
   check_endpoints(direct_endpoints, "coarse_bin_lower_endpoint_direct");
   cu.cuModuleUnload(module);
 }
