@@ -77,6 +77,8 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
+      {"kRaisesPerChunk", str(std::min(d.raises_per_chunk, threads / 32))},
+      {"kFloorAfterLoads", flag(d.floor_after_loads)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }

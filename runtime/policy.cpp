@@ -253,6 +253,12 @@ const std::vector<Section>& sections() {
                    "(about when every warp has counted its unit of the chunk before), before its loads,\n"
                    "instead of after one visit of each chunk: the rest of the chunk meets a floor from\n"
                    "the whole chunk before it (bench/NOTES.md)"),
+           integer("raises_per_chunk", SGTOPK_MEMBER(direct.raises_per_chunk), {1, 32},
+                   "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n"
+                   "spaced, the last unit's always (capped by the block's warps; bench/NOTES.md)"),
+           boolean("floor_after_loads", SGTOPK_MEMBER(direct.floor_after_loads),
+                   "the histogram pass reads the floor once a unit's loads have landed rather than as\n"
+                   "they issue, so units taken just before a raise still meet it (bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

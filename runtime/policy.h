@@ -40,6 +40,8 @@ struct SelectDirectPolicy {
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
+  int raises_per_chunk = 1;              // with raise_at_claim: claims of a chunk's units that raise, 1..32
+  bool floor_after_loads = false;        // the histogram pass reads the floor once a unit's loads have landed
   int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

@@ -94,6 +94,12 @@ static constexpr int floor_mark_words() {
 #ifndef RAISE_AT_CLAIM
 #define RAISE_AT_CLAIM true
 #endif
+#ifndef RAISES_PER_CHUNK
+#define RAISES_PER_CHUNK 1
+#endif
+#ifndef FLOOR_AFTER_LOADS
+#define FLOOR_AFTER_LOADS false
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -141,6 +147,8 @@ struct Config {
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
+  static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
+  static constexpr bool kFloorAfterLoads = FLOOR_AFTER_LOADS;
 };
 
 static unsigned okey(float x) {
