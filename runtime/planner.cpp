@@ -40,7 +40,6 @@ struct FamilyBody {
   int register_items = 0;     // short rows kept in registers (direct only)
   int floor_mark_words = 0;   // pass 1's marks for pass 2 (direct only)
   int marked_bin_chunks = 0;  // chunks whose marked vectors keep their bins (direct only)
-  int dealt_window = 0;       // entries of the window dealing marked vectors out (direct only)
 };
 
 // The constants every select family shares, so both carry the body's whole Config.
@@ -76,7 +75,6 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kSparseVectors", str(floor_mark_words > 0 ? d.sparse_vectors : 0)},
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
-      {"kDealtWindow", str(body.dealt_window)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
       {"kRaisesPerChunk", str(std::min(d.raises_per_chunk, threads / 32))},
@@ -117,9 +115,6 @@ unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
 unsigned marked_bins_bytes(int chunks, const SelectDirectPolicy& d) {
   return static_cast<unsigned>((int64_t{chunks} * d.block_threads * d.loads_in_flight + 1) / 2 * 4);
 }
-// With gathered marks, the window that deals them out and its scan's words.
-// (33 scan words: templates/sgtopk/block_scan.cuh, kScanWords.)
-unsigned dealt_window_bytes(int entries) { return entries > 0 ? static_cast<unsigned>(entries + 33) * 4u : 0u; }
 
 // The most dynamic shared memory one block may opt into, per architecture
 // (CUDA programming guide, "Technical Specifications"); 0: not known here.
@@ -197,17 +192,11 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
     if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d) > limit)
       bin_chunks = 0;
   }
-  // With gathered marks, the window that deals them out, where it fits.
-  int dealt_window = 0;
-  const unsigned marks_bytes = floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d);
-  if (mark_words > 0 && d.gather_marked && d.dealt_window > 0 &&
-      select_smem_bytes(p, policy) + marks_bytes + dealt_window_bytes(d.dealt_window) <= limit)
-    dealt_window = d.dealt_window;
   Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
-                              d.workers_per_sm, p, policy, target, marks_bytes + dealt_window_bytes(dealt_window));
-  plan.constants = select_constants(p, policy,
-                                    FamilyBody{d.block_threads, d.loads_in_flight, d.small_group, register_items,
-                                               mark_words, bin_chunks, dealt_window});
+                              d.workers_per_sm, p, policy, target,
+                              floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d));
+  plan.constants = select_constants(
+      p, policy, FamilyBody{d.block_threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }

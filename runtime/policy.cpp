@@ -243,10 +243,6 @@ const std::vector<Section>& sections() {
            integer("gather_batch", SGTOPK_MEMBER(direct.gather_batch), {0, 8},
                    "with gathered marks: vectors each thread loads per batch before using the first\n"
                    "(0: loads_in_flight)"),
-           integer("dealt_window", SGTOPK_MEMBER(direct.dealt_window), {0, 16384},
-                   "with gathered marks: each thread lists its marked vectors in a shared window of\n"
-                   "this many entries (4 bytes each) and the block takes them in turn, so every thread\n"
-                   "gathers about as many as the others (0: each gathers its own; bench/NOTES.md)"),
            boolean("work_units", SGTOPK_MEMBER(direct.work_units),
                    "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"

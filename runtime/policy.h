@@ -38,7 +38,6 @@ struct SelectDirectPolicy {
   bool gather_marked = true;             // with floor marks: the classification pass loads the marked vectors across chunks
   int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
-  int dealt_window = 0;                  // with gathered marks: entries of the shared window dealing them out evenly, 0..16384
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
   int raises_per_chunk = 1;              // with raise_at_claim: claims of a chunk's units that raise, 1..32

@@ -16,7 +16,7 @@
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
 //   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk,
-//   kFloorAfterLoads, kDealtWindow.
+//   kFloorAfterLoads.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -42,7 +42,7 @@ struct DirectExactAgent {
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
   typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
                      Config::kGatherMarks, Config::kGatherBatch, Config::kMarkedBinChunks,
-                     Config::kHistogramBackward, Config::kDealtWindow>
+                     Config::kHistogramBackward>
       StreamMarks;
   typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
 
@@ -218,8 +218,6 @@ struct DirectExactAgent {
     if constexpr (StreamMarks::kSelective) {
       w.marks.words = reinterpret_cast<u32*>(shared_bytes + kMarksOffset);
       w.marks.bins = reinterpret_cast<unsigned short*>(w.marks.words + Config::kFloorMarkWords * Config::kThreads);
-      w.marks.dealt = reinterpret_cast<int*>(w.marks.words + Config::kFloorMarkWords * Config::kThreads + StreamMarks::kBinWords);
-      w.marks.dealt_scan = reinterpret_cast<u32*>(w.marks.dealt + StreamMarks::kDealtWindow);
     }
     return w;
   }

@@ -46,21 +46,15 @@
 namespace sgtopk {
 
 template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false,
-          int kGatherBatch_ = kUnroll, int kBinChunks_ = 0, bool kBinsAtEnd_ = false, int kDealtWindow_ = 0>
+          int kGatherBatch_ = kUnroll, int kBinChunks_ = 0, bool kBinsAtEnd_ = false>
 struct FloorMarks {
   static constexpr bool kSelective = true;
   // The chunks pass 1 reads first keep their marked vectors' highest bins:
   // kBinChunks of them, the row's last ones where the pass walks backward.
   static constexpr int kBinChunks = kBinChunks_;
   static constexpr bool kBinsAtEnd = kBinsAtEnd_;
-  // With gathers, kDealtWindow > 0: the marked vectors are dealt out evenly
-  // across the block through a shared window of that many entries
-  // (row_stream.cuh, for_each_dealt), not gathered by the thread that marked them.
-  static constexpr int kDealtWindow = kGathers_ ? kDealtWindow_ : 0;
-  // Shared memory, in words: the marks, then the bins (2 bytes each), then
-  // the dealt window and its scan's words.
-  static constexpr int kBinWords = (kBinChunks * kThreads * kUnroll + 1) / 2;
-  static constexpr int kSharedWords = kWords * kThreads + kBinWords + (kDealtWindow > 0 ? kDealtWindow + kScanWords : 0);
+  // Shared memory, in words: the marks, then the bins (2 bytes each).
+  static constexpr int kSharedWords = kWords * kThreads + (kBinChunks * kThreads * kUnroll + 1) / 2;
   // The classification pass gathers the marked vectors kUnroll at a time
   // across chunks (row_stream.cuh's for_each_gathered, through cursor())
   // instead of visiting chunk by chunk. Chunk by chunk, a warp waited out
@@ -82,8 +76,6 @@ struct FloorMarks {
 
   u32* words;             // kWords * kThreads, shared
   unsigned short* bins;   // kBinChunks * kThreads * kUnroll, shared, after the words
-  int* dealt;             // kDealtWindow entries, shared, after the bins
-  u32* dealt_scan;        // kScanWords, after them
   int bin_first = 0;      // the row's first chunk with bins (for_row)
 
   // This row's marks: which of its chunks keep bins.
@@ -154,14 +146,6 @@ struct FloorMarks {
     return chunk_count<kThreads * kUnroll>(vectors) <= kWords * kPerWord;
   }
 
-  // How many vectors of the body this thread has marked (what its cursor lists).
-  SGTOPK_DEVICE u32 marked_count(int vectors) const {
-    const int last_word = (chunk_count<kThreads * kUnroll>(vectors) + kPerWord - 1) / kPerWord - 1;
-    u32 count = 0u;
-    for (int w = 0; w <= last_word; ++w) count += __popc(words[w * kThreads + static_cast<int>(threadIdx.x)]);
-    return count;
-  }
-
   // This thread's marked vectors of the body, as body indices in ascending
   // order, then -1. Reads only the words of the row's own chunks.
   struct Cursor {
@@ -206,8 +190,8 @@ struct FloorMarks {
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
 template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kGatherBatch_, int kBinChunks_,
-          bool kBinsAtEnd_, int kDealtWindow_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_, kDealtWindow_>
+          bool kBinsAtEnd_>
+struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_>
     : EveryVector {
   static constexpr int kSharedWords = 0;
   SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }

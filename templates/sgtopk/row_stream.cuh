@@ -3,7 +3,6 @@
 // for the tail. Rows start anywhere (pitch, window starts), so alignment is
 // found at run time rather than assumed.
 #pragma once
-#include "sgtopk/block_scan.cuh"
 #include "sgtopk/common.cuh"
 
 namespace sgtopk {
@@ -286,14 +285,21 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
 
 // Visits the body's vectors that `next` names, kBatch at a time per thread,
 // as chunk-shaped batches (GatheredVectors) that every thread of the block
-// takes part in, until no lane of a warp has any left. next() returns this
-// thread's next vector index in the body, or -1 when it has none left. A
-// batch's loads are all in flight before the first is used, wherever in the
-// row they lie: for a pass that reads a few scattered vectors of each chunk
-// (floor marks), one memory latency per batch instead of one per chunk.
-template <int kBatch, typename Next, typename VisitChunk>
-SGTOPK_DEVICE void gather_batches(const float* row, const VectorBody& shape, Next&& next, VisitChunk&& visit_chunk) {
+// takes part in, until no lane of a warp has any left; the head and the
+// tail as for_each_chunk. next() returns this thread's next vector index in
+// the body, or -1 when it has none left. A batch's loads are all in flight
+// before the first is used, wherever in the row they lie: for a pass that
+// reads a few scattered vectors of each chunk (floor marks), one memory
+// latency per batch instead of one per chunk.
+template <typename Shape, int kBatch, typename Next, typename VisitChunk, typename VisitScalar>
+SGTOPK_DEVICE void for_each_gathered(const float* row, int len, Next&& next, VisitChunk&& visit_chunk,
+                                     VisitScalar&& visit_scalar) {
+  static_assert(Shape::kVectorLoads, "gathers 16-byte vectors");
   static_assert(kBatch >= 1 && kBatch <= 8, "a batch's scores fit one 32-bit mask");
+  constexpr int kThreads = Shape::kThreads;
+  const int t = threadIdx.x;
+  const VectorBody shape = vector_body(row, len);
+  for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
   for (;;) {
     GatheredVectors<kBatch> batch;
     batch.row = row;
@@ -307,55 +313,6 @@ SGTOPK_DEVICE void gather_batches(const float* row, const VectorBody& shape, Nex
     }
     if (__ballot_sync(0xffffffffu, batch.valid != 0u) == 0u) break;  // warp-uniform
     visit_chunk(static_cast<const GatheredVectors<kBatch>&>(batch));
-  }
-}
-
-// gather_batches over the vectors each thread's `next` names, the head and
-// the tail as for_each_chunk.
-template <typename Shape, int kBatch, typename Next, typename VisitChunk, typename VisitScalar>
-SGTOPK_DEVICE void for_each_gathered(const float* row, int len, Next&& next, VisitChunk&& visit_chunk,
-                                     VisitScalar&& visit_scalar) {
-  static_assert(Shape::kVectorLoads, "gathers 16-byte vectors");
-  constexpr int kThreads = Shape::kThreads;
-  const int t = threadIdx.x;
-  const VectorBody shape = vector_body(row, len);
-  for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
-  gather_batches<kBatch>(row, shape, next, visit_chunk);
-  for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
-}
-
-// for_each_gathered with the block's vectors dealt out evenly: the threads'
-// lists differ in length (a few lanes hold most of a row's marks), and a
-// warp gathers until its longest lane is done, the block until its slowest
-// warp is. So each thread writes the `own` vectors its `next` names into a
-// shared window of kWindow entries (at its offset in thread order, from a
-// block scan in `scan_words`, kScanWords of them), and thread t gathers
-// entries t, t + kThreads, ... A row with more than kWindow such vectors is
-// gathered as for_each_gathered does (one window only: a cursor kept live
-// across windows spilled). Block-uniform. Ends without a barrier: the
-// window and the scan's words are free again after the caller's next one.
-template <typename Shape, int kBatch, int kWindow, typename Next, typename VisitChunk, typename VisitScalar>
-SGTOPK_DEVICE void for_each_dealt(const float* row, int len, Next&& next, u32 own, int* window, u32* scan_words,
-                                  VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) {
-  static_assert(Shape::kVectorLoads, "gathers 16-byte vectors");
-  constexpr int kThreads = Shape::kThreads;
-  const int t = threadIdx.x;
-  const VectorBody shape = vector_body(row, len);
-  for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
-  u32 total;
-  const u32 first = block_exclusive_sum<kThreads>(own, scan_words, &total);
-  if (total <= static_cast<u32>(kWindow)) {
-    for (u32 i = first; i < first + own; ++i) window[i] = next();
-    __syncthreads();
-    u32 taken = static_cast<u32>(t);
-    gather_batches<kBatch>(row, shape, [&]() -> int {
-      if (taken >= total) return -1;
-      const int j = window[taken];
-      taken += kThreads;
-      return j;
-    }, visit_chunk);
-  } else {
-    gather_batches<kBatch>(row, shape, next, visit_chunk);
   }
   for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
@@ -482,12 +439,7 @@ struct StreamedRow {
     if constexpr (Want::kGathers && Shape::kVectorLoads) {
       const int vectors = vector_body(row, len).vectors;
       if (want.lists(vectors)) {
-        if constexpr (Want::kDealtWindow > 0)
-          sgtopk::for_each_dealt<Shape, Want::kGatherBatch, Want::kDealtWindow>(
-              row, len, want.cursor(vectors), want.marked_count(vectors), want.dealt, want.dealt_scan, visit_chunk,
-              visit_scalar);
-        else
-          sgtopk::for_each_gathered<Shape, Want::kGatherBatch>(row, len, want.cursor(vectors), visit_chunk, visit_scalar);
+        sgtopk::for_each_gathered<Shape, Want::kGatherBatch>(row, len, want.cursor(vectors), visit_chunk, visit_scalar);
         return;
       }
     }

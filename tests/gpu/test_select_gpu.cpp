@@ -411,11 +411,6 @@ std::vector<Case> cases() {
   // Gathered batches of other sizes than the default 4 (8: loads_in_flight).
   out.push_back(direct_policy_case("direct_gather_batch8", 2048, 70, 300001, values_starts, "gather_batch = 8\n"));
   out.push_back(direct_policy_case("direct_gather_batch3", 255, 70, 140003, values_starts, "gather_batch = 3\n"));
-  // The marked vectors dealt out evenly through a shared window (one window
-  // for these rows; many of 256 entries, with batches of 3 and a small K).
-  out.push_back(direct_policy_case("direct_dealt_marks", 2048, 70, 300001, values_starts, "dealt_window = 8192\n"));
-  out.push_back(direct_policy_case("direct_dealt_windows_k7", 7, 90, 300001, values_starts | SGTOPK_SORTED,
-                                   "dealt_window = 256\ngather_batch = 3\n"));
   // The marked vectors visited chunk by chunk (the default gathers them
   // across chunks: row_stream.cuh, for_each_gathered).
   out.push_back(direct_policy_case("direct_without_gathered_marks", 2048, 70, 300001, values_starts, "gather_marked = false\n"));

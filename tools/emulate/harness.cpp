@@ -100,9 +100,6 @@ static constexpr int floor_mark_words() {
 #ifndef FLOOR_AFTER_LOADS
 #define FLOOR_AFTER_LOADS false
 #endif
-#ifndef DEALT
-#define DEALT 0
-#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -151,7 +148,6 @@ struct Config {
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
   static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
-  static constexpr int kDealtWindow = SAMPLED ? 0 : DEALT;
   static constexpr bool kFloorAfterLoads = FLOOR_AFTER_LOADS;
 };
 
