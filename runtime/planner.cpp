@@ -78,7 +78,6 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
       {"kRaisesPerChunk", str(std::min(d.raises_per_chunk, threads / 32))},
-      {"kFloorAfterLoads", flag(d.floor_after_loads)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -171,11 +170,13 @@ Plan persistent_plan(const std::string& family, const std::string& agent_file, c
 
 Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDirectPolicy& d = policy.direct;
-  // Short rows stay in registers between the passes (the short-row specialization).
-  const int64_t register_capacity = int64_t{d.block_threads} * d.items_per_thread;
-  const int register_items = p.width <= register_capacity
-                                 ? static_cast<int>((p.width + d.block_threads - 1) / d.block_threads)
-                                 : 0;
+  // Short rows stay in registers between the passes (the short-row
+  // specialization), in CTAs of their own size, as many threads per SM.
+  const bool in_registers = p.width <= int64_t{d.register_block_threads} * d.items_per_thread;
+  const int threads = in_registers ? d.register_block_threads : d.block_threads;
+  const int workers_per_sm =
+      in_registers ? std::max(1, d.block_threads * d.workers_per_sm / d.register_block_threads) : d.workers_per_sm;
+  const int register_items = in_registers ? static_cast<int>((p.width + threads - 1) / threads) : 0;
   // Streamed rows with a 16-byte body get floor marks where they fit beside
   // the rest of the block's shared memory (a plan never fails for them).
   const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
@@ -192,11 +193,11 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
     if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d) > limit)
       bin_chunks = 0;
   }
-  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
-                              d.workers_per_sm, p, policy, target,
+  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", threads,
+                              workers_per_sm, p, policy, target,
                               floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d));
   plan.constants = select_constants(
-      p, policy, FamilyBody{d.block_threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
+      p, policy, FamilyBody{threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }

@@ -15,8 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk,
-//   kFloorAfterLoads.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -102,11 +101,7 @@ struct DirectExactAgent {
     const volatile u32& floor_bin = state.floor_bin;
     const volatile u32& floor_low_key = state.floor_low_key;
     const auto visit_chunk = [&](const auto& chunk) {
-      // kFloorAfterLoads: read once the unit's scores have arrived, not as
-      // their loads issue, so a raise landing in between already counts
-      // (no floor, 0, where arrived() says nothing).
-      u32 floor_now = 0u;
-      if (!Config::kFloorAfterLoads || chunk.arrived()) floor_now = floor_bin;
+      const u32 floor_now = floor_bin;
       if (floor_now > kCoarseKeyMinNumber) {
         // Mark, then key and count only the marked (few, once the floor
         // has risen), one set bit at a time.

@@ -87,16 +87,6 @@ struct VectorSlots {
     return q;
   }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
-  // True once every vector has arrived: a test on their bits, so what the
-  // caller reads under it is read then, not as the loads issue (an ordering
-  // the compiler cannot undo). False for one bit pattern in 2^32 only: a
-  // caller must take false as "no news".
-  SGTOPK_DEVICE bool arrived() const {
-    u32 bits = 0u;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) bits ^= __float_as_uint(v[u].x);
-    return bits != 0x7fc00001u;  // a NaN payload
-  }
   // Bit n set when score(n) lies in the row. A pass that builds a mask over
   // every slot and ANDs this in once per chunk saves a test per score (the
   // slots past the row hold 0.0f, whatever a test says of them).
@@ -373,7 +363,6 @@ struct RegisterRow {
   }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(n * kThreads + static_cast<int>(threadIdx.x)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return static_cast<int>(index(n)) < len; }
-  SGTOPK_DEVICE bool arrived() const { return true; }  // loaded before the passes
   SGTOPK_DEVICE u32 live_mask() const {  // as VectorChunk's
     u32 live = 0u;
 #pragma unroll

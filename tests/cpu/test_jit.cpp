@@ -361,35 +361,37 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   EXPECT_EQ(plan.grid, 132u * 2u);
   EXPECT_TRUE(contains(generate_source(plan).text, "__launch_bounds__(512, 2) sgtopk_select_sampled("))
       << generate_source(plan).text;
-  // The direct family keeps one block per SM in its bounds.
+  // The direct family's streamed rows: 512-thread workers, two per SM too.
   const Plan direct = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "direct_exact", 4096);
-  EXPECT_EQ(direct.min_blocks_per_sm, 1u);
-  EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
+  EXPECT_EQ(direct.min_blocks_per_sm, 2u);
+  EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(512, 2) sgtopk_select_direct_exact("));
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
-  // 1024 x 8, 4 chunks of 8 bits per word: 2 words per thread; and their
+  // 512 x 8, 4 chunks of 8 bits per word: 4 words per thread; and their
   // bins, 2 bytes per vector of the first 2 chunks.
   ASSERT_EQ(Policy::defaults().direct.loads_in_flight, 8);
+  ASSERT_EQ(Policy::defaults().direct.block_threads, 512);
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
-  EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 2u * 8192u * 2u, direct.dynamic_smem_bytes);
+  EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=4\n")) << direct.parameters_text();
+  EXPECT_EQ(plan.dynamic_smem_bytes + 4u * 512u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
 }
 
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
   const Policy d = Policy::defaults();
   ASSERT_TRUE(d.direct.floor_marks);
-  // 2^20 scores: 32 chunks of 8192 vectors (1024 threads x 8), 4 per word;
+  // 2^20 scores: 64 chunks of 4096 vectors (512 threads x 8), 4 per word;
   // 32 KB beside the rest (and the bins of the first chunks read).
   ASSERT_EQ(d.direct.loads_in_flight, 8);
+  ASSERT_EQ(d.direct.block_threads, 512);
   const Plan wide = plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64);
-  EXPECT_EQ(words(wide), "8");
+  EXPECT_EQ(words(wide), "16");
   EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u +
-                                         d.direct.marked_bin_chunks * 8192u * 2u);
+                                         d.direct.marked_bin_chunks * 4096u * 2u);
   // A chunk's field rounds loads_in_flight up to a power of two: 3 -> 4 bits.
   Policy three = d;
   three.direct.loads_in_flight = 3;
-  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", three, "direct_exact", 64)), "11");  // ceil(86 / 8)
+  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", three, "direct_exact", 64)), "22");  // ceil(171 / 8)
   // Register rows read their scores from registers: nothing to skip.
   EXPECT_EQ(words(plan_for(64, 4096, 0, "sm_90", d, "direct_exact", 64)), "0");
   // Off by policy, and with scalar loads (no vectors to mark).
@@ -403,7 +405,7 @@ TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   // the plan drops them rather than failing.
   const Plan tight = plan_for(2048, 1536000, 0, "sm_75", d, "direct_exact", 64);
   EXPECT_EQ(words(tight), "0");
-  EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "12");
+  EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "24");  // ceil(94 / 4)
 }
 
 TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
@@ -440,23 +442,29 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   EXPECT_EQ(chunks(d, 131072), "2");
   EXPECT_EQ(chunks(d, 1 << 20), "2");
   // No more chunks than the widest row has: 131072 / 4 vectors in chunks of
-  // 1024 x 8 (loads_in_flight 4: chunks of 1024 x 4).
+  // 512 x 8 (loads_in_flight 4: chunks of 512 x 4).
   ASSERT_EQ(d.direct.loads_in_flight, 8);
+  ASSERT_EQ(d.direct.block_threads, 512);
   const Policy sixteen = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 16; });
-  EXPECT_EQ(chunks(sixteen, 131072), "4");
+  EXPECT_EQ(chunks(sixteen, 131072), "8");
   const Policy sixteen_by_4 = edited_policy([](Policy& p) {
     p.direct.marked_bin_chunks = 16;
     p.direct.loads_in_flight = 4;
   });
-  EXPECT_EQ(chunks(sixteen_by_4, 131072), "8");
+  EXPECT_EQ(chunks(sixteen_by_4, 131072), "16");
   EXPECT_EQ(chunks(sixteen_by_4, 1 << 20), "16");
   // 2 bytes a vector of each chunk, on top of the marks.
   const Policy none = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 0; });
   EXPECT_EQ(chunks(none, 131072), "0");
-  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 8u * 2u);
-  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 4u * 1024u * 8u * 2u);
-  // Where they would not fit beside the rest (16 chunks of 16 KB at 2^20), none.
-  EXPECT_EQ(chunks(sixteen, 1 << 20), "0");
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 512u * 8u * 2u);
+  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 8u * 512u * 8u * 2u);
+  // Where they would not fit beside the rest (1024 threads: 16 chunks of 16 KB at 2^20), none.
+  const Policy sixteen_wide = edited_policy([](Policy& p) {
+    p.direct.marked_bin_chunks = 16;
+    p.direct.block_threads = 1024;
+    p.direct.workers_per_sm = 1;
+  });
+  EXPECT_EQ(chunks(sixteen_wide, 1 << 20), "0");
   // Only with marks: not for register rows, nor without floor marks, nor in
   // the sampled family's recovery.
   EXPECT_EQ(chunks(d, 4096), "0");
@@ -561,8 +569,8 @@ TEST(JitVariants, CoverThePlannersAxes) {
   EXPECT_TRUE(by_family["sampled"].pitch);
   EXPECT_LE(variants.size(), 24u) << "each variant is a cold NVRTC compile of several seconds";
   const Policy defaults = Policy::defaults();
-  EXPECT_LE(kShortWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
-  EXPECT_GT(kLongWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
+  EXPECT_LE(kShortWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
+  EXPECT_GT(kLongWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
 }
 
 class JitCompile : public ::testing::TestWithParam<Variant> {};
@@ -669,8 +677,8 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
       {"frontier_shared_capacity=2048",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
-      {"block_threads=512",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 512; }))},
+      {"block_threads=1024",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 1024; }))},
       {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},
       {"max_registers=128",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.max_registers = 128; }))},

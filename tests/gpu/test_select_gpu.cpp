@@ -286,15 +286,15 @@ std::vector<Case> cases() {
     out.push_back(c);
   }
   // Where the histogram pass raises its floor (the default: as a chunk's
-  // last work unit is taken, the floor read as the loads issue): after one
-  // visit of each chunk, with work units and with fixed slices; at more
-  // claims of each chunk; the floor read once a unit's loads have landed.
-  // K large and small, rows of one to many chunks.
+  // last work unit and the one halfway are taken): after one visit of each
+  // chunk, with work units and with fixed slices; at the last unit's claim
+  // only; at eight claims of each chunk. K large and small, rows of one to
+  // many chunks.
   const std::pair<const char*, const char*> raise_policies[] = {
       {"direct_raise_after_visit", "raise_at_claim = false\n"},
       {"direct_fixed_slices", "work_units = false\n"},
       {"direct_raises_8", "raises_per_chunk = 8\n"},
-      {"direct_floor_after_loads", "floor_after_loads = true\nraises_per_chunk = 2\n"},
+      {"direct_raise_at_last_claim", "raises_per_chunk = 1\n"},
   };
   for (const auto& [name, keys] : raise_policies)
     for (int k : {2048, 7})
@@ -304,6 +304,12 @@ std::vector<Case> cases() {
   // two at a time: the last one alone).
   out.push_back(direct_policy_case("register_rows_odd_items", 2048, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
                                    "items_per_thread = 7\n"));
+  // Register rows in smaller CTAs than their default 1024 threads (two and
+  // four of them per SM, 14 and 12 items a thread).
+  out.push_back(direct_policy_case("register_rows_512_threads", 300, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
+                                   "register_block_threads = 512\n"));
+  out.push_back(direct_policy_case("register_rows_256_threads_k7", 7, 90, 3000, SGTOPK_VALUES | SGTOPK_SORTED,
+                                   "register_block_threads = 256\n"));
   {  // Scalar loads only.
     Case c;
     c.name = "scalar_loads";

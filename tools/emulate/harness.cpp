@@ -95,10 +95,7 @@ static constexpr int floor_mark_words() {
 #define RAISE_AT_CLAIM true
 #endif
 #ifndef RAISES_PER_CHUNK
-#define RAISES_PER_CHUNK 1
-#endif
-#ifndef FLOOR_AFTER_LOADS
-#define FLOOR_AFTER_LOADS false
+#define RAISES_PER_CHUNK 2
 #endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
@@ -148,7 +145,6 @@ struct Config {
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
   static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
-  static constexpr bool kFloorAfterLoads = FLOOR_AFTER_LOADS;
 };
 
 static unsigned okey(float x) {
