@@ -376,22 +376,43 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   EXPECT_EQ(plan.dynamic_smem_bytes + 4u * 512u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
 }
 
+// The direct family's streamed rows: block_threads x workers_per_sm per SM,
+// but a launch of no more rows than SMs gives each row one CTA of all its
+// SM's threads (so plan_for's 64 rows below run 1024-thread CTAs).
+TEST(JitPlanner, DirectRowsTakeTheirSMsThreadsWhenRowsAreFew) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.direct.block_threads * d.direct.workers_per_sm, 1024);
+  const Plan many = plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", 4096);
+  EXPECT_EQ(many.block, 512u);
+  EXPECT_EQ(many.min_blocks_per_sm, 2u);
+  EXPECT_EQ(many.grid, 132u * 2u);
+  for (int64_t rows : {1, 64, 132}) {
+    const Plan few = plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", rows);
+    EXPECT_EQ(few.block, 1024u) << rows;
+    EXPECT_EQ(few.min_blocks_per_sm, 1u) << rows;
+    EXPECT_EQ(few.grid, static_cast<unsigned>(rows)) << rows;
+  }
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", 133).block, 512u);
+  // Register rows keep their own CTA size whatever the rows.
+  EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).block, 1024u);
+  EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).min_blocks_per_sm, 1u);
+}
+
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
   const Policy d = Policy::defaults();
   ASSERT_TRUE(d.direct.floor_marks);
-  // 2^20 scores: 64 chunks of 4096 vectors (512 threads x 8), 4 per word;
+  // 2^20 scores: 32 chunks of 8192 vectors (1024 threads x 8), 4 per word;
   // 32 KB beside the rest (and the bins of the first chunks read).
   ASSERT_EQ(d.direct.loads_in_flight, 8);
-  ASSERT_EQ(d.direct.block_threads, 512);
   const Plan wide = plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64);
-  EXPECT_EQ(words(wide), "16");
+  EXPECT_EQ(words(wide), "8");
   EXPECT_EQ(wide.dynamic_smem_bytes, plan_for(2048, 1 << 20, 0, "sm_90", d, "sampled", 64).dynamic_smem_bytes + 32768u +
-                                         d.direct.marked_bin_chunks * 4096u * 2u);
+                                         d.direct.marked_bin_chunks * 8192u * 2u);
   // A chunk's field rounds loads_in_flight up to a power of two: 3 -> 4 bits.
   Policy three = d;
   three.direct.loads_in_flight = 3;
-  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", three, "direct_exact", 64)), "22");  // ceil(171 / 8)
+  EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", three, "direct_exact", 64)), "11");  // ceil(86 / 8)
   // Register rows read their scores from registers: nothing to skip.
   EXPECT_EQ(words(plan_for(64, 4096, 0, "sm_90", d, "direct_exact", 64)), "0");
   // Off by policy, and with scalar loads (no vectors to mark).
@@ -405,7 +426,7 @@ TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   // the plan drops them rather than failing.
   const Plan tight = plan_for(2048, 1536000, 0, "sm_75", d, "direct_exact", 64);
   EXPECT_EQ(words(tight), "0");
-  EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "24");  // ceil(94 / 4)
+  EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "12");
 }
 
 TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
@@ -442,29 +463,23 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   EXPECT_EQ(chunks(d, 131072), "2");
   EXPECT_EQ(chunks(d, 1 << 20), "2");
   // No more chunks than the widest row has: 131072 / 4 vectors in chunks of
-  // 512 x 8 (loads_in_flight 4: chunks of 512 x 4).
+  // 1024 x 8 (loads_in_flight 4: chunks of 1024 x 4).
   ASSERT_EQ(d.direct.loads_in_flight, 8);
-  ASSERT_EQ(d.direct.block_threads, 512);
   const Policy sixteen = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 16; });
-  EXPECT_EQ(chunks(sixteen, 131072), "8");
+  EXPECT_EQ(chunks(sixteen, 131072), "4");
   const Policy sixteen_by_4 = edited_policy([](Policy& p) {
     p.direct.marked_bin_chunks = 16;
     p.direct.loads_in_flight = 4;
   });
-  EXPECT_EQ(chunks(sixteen_by_4, 131072), "16");
+  EXPECT_EQ(chunks(sixteen_by_4, 131072), "8");
   EXPECT_EQ(chunks(sixteen_by_4, 1 << 20), "16");
   // 2 bytes a vector of each chunk, on top of the marks.
   const Policy none = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 0; });
   EXPECT_EQ(chunks(none, 131072), "0");
-  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 512u * 8u * 2u);
-  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 8u * 512u * 8u * 2u);
-  // Where they would not fit beside the rest (1024 threads: 16 chunks of 16 KB at 2^20), none.
-  const Policy sixteen_wide = edited_policy([](Policy& p) {
-    p.direct.marked_bin_chunks = 16;
-    p.direct.block_threads = 1024;
-    p.direct.workers_per_sm = 1;
-  });
-  EXPECT_EQ(chunks(sixteen_wide, 1 << 20), "0");
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 8u * 2u);
+  EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 4u * 1024u * 8u * 2u);
+  // Where they would not fit beside the rest (16 chunks of 16 KB at 2^20), none.
+  EXPECT_EQ(chunks(sixteen, 1 << 20), "0");
   // Only with marks: not for register rows, nor without floor marks, nor in
   // the sampled family's recovery.
   EXPECT_EQ(chunks(d, 4096), "0");
@@ -677,8 +692,8 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
       {"frontier_shared_capacity=2048",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
-      {"block_threads=1024",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 1024; }))},
+      {"block_threads=256",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 256; }))},
       {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},
       {"max_registers=128",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.max_registers = 128; }))},

@@ -304,6 +304,11 @@ std::vector<Case> cases() {
   // two at a time: the last one alone).
   out.push_back(direct_policy_case("register_rows_odd_items", 2048, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
                                    "items_per_thread = 7\n"));
+  // More rows than SMs: the streamed rows' default CTAs (two of 512 threads
+  // per SM; the cases above with fewer rows than SMs run one 1024-thread CTA
+  // a row), K large and small.
+  out.push_back(direct_policy_case("direct_two_workers_per_sm", 2048, 300, 40001, SGTOPK_VALUES | SGTOPK_STARTS, ""));
+  out.push_back(direct_policy_case("direct_two_workers_per_sm_k7", 7, 300, 70001, SGTOPK_VALUES | SGTOPK_SORTED, ""));
   // Register rows in smaller CTAs than their default 1024 threads (two and
   // four of them per SM, 14 and 12 items a thread).
   out.push_back(direct_policy_case("register_rows_512_threads", 300, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
