@@ -77,6 +77,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
+      {"kRaisesPerChunk", str(std::min(d.raises_per_chunk, threads / 32))},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -169,32 +170,44 @@ Plan persistent_plan(const std::string& family, const std::string& agent_file, c
 
 Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDirectPolicy& d = policy.direct;
-  // Short rows stay in registers between the passes (the short-row specialization).
-  const int64_t register_capacity = int64_t{d.block_threads} * d.items_per_thread;
-  const int register_items = p.width <= register_capacity
-                                 ? static_cast<int>((p.width + d.block_threads - 1) / d.block_threads)
-                                 : 0;
+  // Short rows stay in registers between the passes (the short-row
+  // specialization), in CTAs of their own size, as many threads per SM.
+  // Streamed rows run block_threads x workers_per_sm per SM; a launch with
+  // no more rows than SMs gives each row its SM's threads in one CTA (up to
+  // 1024), since no second row would share the SM.
+  const int threads_per_sm = d.block_threads * d.workers_per_sm;
+  const bool in_registers = p.width <= int64_t{d.register_block_threads} * d.items_per_thread;
+  const bool row_per_sm = !in_registers && d.workers_per_sm > 1 && p.rows <= target.sm_count;
+  const int threads = in_registers ? d.register_block_threads
+                      : row_per_sm ? std::min(1024, threads_per_sm)
+                                   : d.block_threads;
+  const int workers_per_sm = in_registers ? std::max(1, threads_per_sm / d.register_block_threads)
+                             : row_per_sm ? 1
+                                          : d.workers_per_sm;
+  const int register_items = in_registers ? static_cast<int>((p.width + threads - 1) / threads) : 0;
+  SelectDirectPolicy shape = d;  // what the marks are sized for: the CTA as planned
+  shape.block_threads = threads;
   // Streamed rows with a 16-byte body get floor marks where they fit beside
   // the rest of the block's shared memory (a plan never fails for them).
   const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));
   int mark_words = 0;
   if (d.floor_marks && register_items == 0 && d.vector_bytes == 16) {
-    mark_words = floor_mark_words(p, d);
-    if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) > limit) mark_words = 0;
+    mark_words = floor_mark_words(p, shape);
+    if (limit == 0u || select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, shape) > limit) mark_words = 0;
   }
   // With marks, the bins of the first chunks read (no more chunks than the
   // widest row has), where they fit beside the rest (else plain marks).
   int bin_chunks = 0;
   if (mark_words > 0 && d.marked_bin_chunks > 0) {
-    bin_chunks = static_cast<int>(std::min<int64_t>(d.marked_bin_chunks, body_chunks(p, d)));
-    if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d) > limit)
+    bin_chunks = static_cast<int>(std::min<int64_t>(d.marked_bin_chunks, body_chunks(p, shape)));
+    if (select_smem_bytes(p, policy) + floor_marks_bytes(mark_words, shape) + marked_bins_bytes(bin_chunks, shape) > limit)
       bin_chunks = 0;
   }
-  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", d.block_threads,
-                              d.workers_per_sm, p, policy, target,
-                              floor_marks_bytes(mark_words, d) + marked_bins_bytes(bin_chunks, d));
+  Plan plan = persistent_plan("direct_exact", "agent_direct_exact.cuh", "DirectExactAgent", threads,
+                              workers_per_sm, p, policy, target,
+                              floor_marks_bytes(mark_words, shape) + marked_bins_bytes(bin_chunks, shape));
   plan.constants = select_constants(
-      p, policy, FamilyBody{d.block_threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
+      p, policy, FamilyBody{threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
   return plan;
 }

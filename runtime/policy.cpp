@@ -183,12 +183,17 @@ const std::vector<Section>& sections() {
        "frontier (paper 5.5, row-local exact). Also the exact recovery route of the sampled family.",
        {
            integer("block_threads", SGTOPK_MEMBER(direct.block_threads), {128, 1024, kPow2},
-                   "threads per row-local CTA (paper: 1024)"),
-           integer("items_per_thread", SGTOPK_MEMBER(direct.items_per_thread), {1, 32},
-                   "scores per thread kept in registers: rows with width <= block_threads * items_per_thread\n"
-                   "use the register-resident short-row body"),
+                   "threads per row-local CTA for streamed rows (paper: 1024; two of 512 per SM measured\n"
+                   "faster: a chunk of the histogram pass is half as long, so a floor comes after fewer\n"
+                   "scores, and one CTA streams while the other refines; bench/NOTES.md)"),
            integer("workers_per_sm", SGTOPK_MEMBER(direct.workers_per_sm), {1, 8},
-                   "persistent worker CTAs per SM (longer-row body)"),
+                   "persistent worker CTAs per SM for streamed rows"),
+           integer("register_block_threads", SGTOPK_MEMBER(direct.register_block_threads), {128, 1024, kPow2},
+                   "threads per CTA for rows kept in registers, with as many threads per SM as\n"
+                   "block_threads x workers_per_sm (at least one CTA)"),
+           integer("items_per_thread", SGTOPK_MEMBER(direct.items_per_thread), {1, 32},
+                   "scores per thread kept in registers: rows with width <= register_block_threads *\n"
+                   "items_per_thread use the register-resident short-row body"),
            integer("frontier_shared_capacity", SGTOPK_MEMBER(direct.frontier_shared_capacity), {256, 16384},
                    "frontier entries kept in shared memory"),
            integer("frontier_global_capacity", SGTOPK_MEMBER(direct.frontier_global_capacity),
@@ -253,6 +258,9 @@ const std::vector<Section>& sections() {
                    "(about when every warp has counted its unit of the chunk before), before its loads,\n"
                    "instead of after one visit of each chunk: the rest of the chunk meets a floor from\n"
                    "the whole chunk before it (bench/NOTES.md)"),
+           integer("raises_per_chunk", SGTOPK_MEMBER(direct.raises_per_chunk), {1, 32},
+                   "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n"
+                   "spaced, the last unit's always (capped by the block's warps; bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

@@ -20,9 +20,10 @@ namespace sgtopk {
 
 // [select.direct] the row-local exact family (also the exact recovery route).
 struct SelectDirectPolicy {
-  int block_threads = 1024;              // power of two, 128..1024
-  int items_per_thread = 16;             // rows with width <= block_threads * items_per_thread stay in registers; 1..32
-  int workers_per_sm = 1;                // persistent worker CTAs per SM, 1..8
+  int block_threads = 512;               // streamed rows: power of two, 128..1024
+  int workers_per_sm = 2;                // streamed rows: persistent worker CTAs per SM, 1..8
+  int register_block_threads = 1024;     // rows kept in registers: power of two, 128..1024
+  int items_per_thread = 16;             // rows with width <= register_block_threads * items_per_thread stay in registers; 1..32
   int frontier_shared_capacity = 4096;   // frontier entries kept in shared memory, 256..16384
   int frontier_global_capacity = 16384;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
                                          // a larger frontier is refined by re-reading the row instead
@@ -40,6 +41,7 @@ struct SelectDirectPolicy {
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
+  int raises_per_chunk = 2;              // with raise_at_claim: claims of a chunk's units that raise, 1..32
   int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -154,8 +154,11 @@ struct DirectExactAgent {
     // (about) every warp has counted its unit of the chunk before, so its
     // raise, before its loads, sees all of that chunk and lands while the
     // other units of this one are still loading.
+    // kRaisesPerChunk > 1: also earlier claims of the chunk, evenly spaced,
+    // each on a partly counted chunk before it.
     const auto on_claim = [&](int ordinal, int warp_slot) {
-      if (kRaiseAtClaim && ordinal > 0 && warp_slot == Config::kThreads / 32 - 1) raise_floor(state);
+      constexpr int kEvery = Config::kThreads / 32 / Config::kRaisesPerChunk;
+      if (kRaiseAtClaim && ordinal > 0 && (warp_slot + 1) % kEvery == 0) raise_floor(state);
     };
     if constexpr (Config::kWorkUnits)
       row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar, on_claim);

@@ -361,18 +361,41 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   EXPECT_EQ(plan.grid, 132u * 2u);
   EXPECT_TRUE(contains(generate_source(plan).text, "__launch_bounds__(512, 2) sgtopk_select_sampled("))
       << generate_source(plan).text;
-  // The direct family keeps one block per SM in its bounds.
+  // The direct family's streamed rows: 512-thread workers, two per SM too.
   const Plan direct = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "direct_exact", 4096);
-  EXPECT_EQ(direct.min_blocks_per_sm, 1u);
-  EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(1024, 1) sgtopk_select_direct_exact("));
+  EXPECT_EQ(direct.min_blocks_per_sm, 2u);
+  EXPECT_TRUE(contains(generate_source(direct).text, "__launch_bounds__(512, 2) sgtopk_select_direct_exact("));
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
-  // 1024 x 8, 4 chunks of 8 bits per word: 2 words per thread; and their
+  // 512 x 8, 4 chunks of 8 bits per word: 4 words per thread; and their
   // bins, 2 bytes per vector of the first 2 chunks.
   ASSERT_EQ(Policy::defaults().direct.loads_in_flight, 8);
+  ASSERT_EQ(Policy::defaults().direct.block_threads, 512);
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
-  EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=2\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 2u * 1024u * 4u + 2u * 8192u * 2u, direct.dynamic_smem_bytes);
+  EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=4\n")) << direct.parameters_text();
+  EXPECT_EQ(plan.dynamic_smem_bytes + 4u * 512u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
+}
+
+// The direct family's streamed rows: block_threads x workers_per_sm per SM,
+// but a launch of no more rows than SMs gives each row one CTA of all its
+// SM's threads (so plan_for's 64 rows below run 1024-thread CTAs).
+TEST(JitPlanner, DirectRowsTakeTheirSMsThreadsWhenRowsAreFew) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.direct.block_threads * d.direct.workers_per_sm, 1024);
+  const Plan many = plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", 4096);
+  EXPECT_EQ(many.block, 512u);
+  EXPECT_EQ(many.min_blocks_per_sm, 2u);
+  EXPECT_EQ(many.grid, 132u * 2u);
+  for (int64_t rows : {1, 64, 132}) {
+    const Plan few = plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", rows);
+    EXPECT_EQ(few.block, 1024u) << rows;
+    EXPECT_EQ(few.min_blocks_per_sm, 1u) << rows;
+    EXPECT_EQ(few.grid, static_cast<unsigned>(rows)) << rows;
+  }
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", 133).block, 512u);
+  // Register rows keep their own CTA size whatever the rows.
+  EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).block, 1024u);
+  EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).min_blocks_per_sm, 1u);
 }
 
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
@@ -561,8 +584,8 @@ TEST(JitVariants, CoverThePlannersAxes) {
   EXPECT_TRUE(by_family["sampled"].pitch);
   EXPECT_LE(variants.size(), 24u) << "each variant is a cold NVRTC compile of several seconds";
   const Policy defaults = Policy::defaults();
-  EXPECT_LE(kShortWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
-  EXPECT_GT(kLongWidth, int64_t{defaults.direct.block_threads} * defaults.direct.items_per_thread);
+  EXPECT_LE(kShortWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
+  EXPECT_GT(kLongWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
 }
 
 class JitCompile : public ::testing::TestWithParam<Variant> {};
@@ -669,8 +692,8 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
       {"frontier_shared_capacity=2048",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
-      {"block_threads=512",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 512; }))},
+      {"block_threads=256",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 256; }))},
       {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},
       {"max_registers=128",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.max_registers = 128; }))},

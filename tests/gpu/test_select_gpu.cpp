@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/driver.h"
@@ -218,6 +219,21 @@ void run_case(const Case& c) {
 class SelectGpu : public ::testing::TestWithParam<Case> {};
 TEST_P(SelectGpu, MatchesReference) { run_case(GetParam()); }
 
+// A case forced through the direct family under a policy overlay of its
+// [select.direct] table (the keys as TOML lines), every row family.
+Case direct_policy_case(std::string name, int k, int64_t rows, int64_t width, uint32_t flags,
+                        const std::string& direct_keys) {
+  Case c;
+  c.name = std::move(name);
+  c.k = k;
+  c.rows = rows;
+  c.width = width;
+  c.flags = flags;
+  c.family = "direct_exact";
+  c.policy = "[select.direct]\n" + direct_keys;
+  return c;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   // K sweep over every row family; rows long enough that K is a real boundary.
@@ -269,35 +285,36 @@ std::vector<Case> cases() {
     c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
     out.push_back(c);
   }
-  // The floor raised after one visit of each chunk (the default raises it as
-  // a chunk's last work unit is taken), with work units and with fixed
-  // slices; K large and small, rows of one to many chunks.
-  for (const char* policy : {"raise_at_claim = false\n", "work_units = false\n"}) {
-    for (int k : {2048, 7}) {
-      Case c;
-      c.name = std::string(policy[0] == 'r' ? "direct_raise_after_visit" : "direct_fixed_slices") + "_k" +
-               std::to_string(k);
-      c.k = k;
-      c.rows = 90;
-      c.width = 300001;
-      c.flags = SGTOPK_VALUES | SGTOPK_STARTS | (k < 16 ? SGTOPK_SORTED : 0);
-      c.family = "direct_exact";
-      c.policy = std::string("[select.direct]\n") + policy;
-      out.push_back(c);
-    }
-  }
-  {  // Rows kept in registers with an odd count per thread (keys are
-    // computed two at a time: the last one alone).
-    Case c;
-    c.name = "register_rows_odd_items";
-    c.k = 2048;
-    c.rows = 70;
-    c.width = 7000;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nitems_per_thread = 7\n";
-    out.push_back(c);
-  }
+  // Where the histogram pass raises its floor (the default: as a chunk's
+  // last work unit and the one halfway are taken): after one visit of each
+  // chunk, with work units and with fixed slices; at the last unit's claim
+  // only; at eight claims of each chunk. K large and small, rows of one to
+  // many chunks.
+  const std::pair<const char*, const char*> raise_policies[] = {
+      {"direct_raise_after_visit", "raise_at_claim = false\n"},
+      {"direct_fixed_slices", "work_units = false\n"},
+      {"direct_raises_8", "raises_per_chunk = 8\n"},
+      {"direct_raise_at_last_claim", "raises_per_chunk = 1\n"},
+  };
+  for (const auto& [name, keys] : raise_policies)
+    for (int k : {2048, 7})
+      out.push_back(direct_policy_case(std::string(name) + "_k" + std::to_string(k), k, 90, 300001,
+                                       SGTOPK_VALUES | SGTOPK_STARTS | (k < 16 ? SGTOPK_SORTED : 0), keys));
+  // Rows kept in registers with an odd count per thread (keys are computed
+  // two at a time: the last one alone).
+  out.push_back(direct_policy_case("register_rows_odd_items", 2048, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
+                                   "items_per_thread = 7\n"));
+  // More rows than SMs: the streamed rows' default CTAs (two of 512 threads
+  // per SM; the cases above with fewer rows than SMs run one 1024-thread CTA
+  // a row), K large and small.
+  out.push_back(direct_policy_case("direct_two_workers_per_sm", 2048, 300, 40001, SGTOPK_VALUES | SGTOPK_STARTS, ""));
+  out.push_back(direct_policy_case("direct_two_workers_per_sm_k7", 7, 300, 70001, SGTOPK_VALUES | SGTOPK_SORTED, ""));
+  // Register rows in smaller CTAs than their default 1024 threads (two and
+  // four of them per SM, 14 and 12 items a thread).
+  out.push_back(direct_policy_case("register_rows_512_threads", 300, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,
+                                   "register_block_threads = 512\n"));
+  out.push_back(direct_policy_case("register_rows_256_threads_k7", 7, 90, 3000, SGTOPK_VALUES | SGTOPK_SORTED,
+                                   "register_block_threads = 256\n"));
   {  // Scalar loads only.
     Case c;
     c.name = "scalar_loads";
@@ -383,103 +400,35 @@ std::vector<Case> cases() {
     c.lengths = false;
     out.push_back(c);
   }
-  {  // The histogram pass from the row's start (the default walks from its
-    // end; unaligned starts: head, body, tail). Last, so that the sampled
-    // derivation's route-statistics parity of the cases above stays as it was.
-    Case c;
-    c.name = "histogram_forward";
-    c.k = 2048;
-    c.rows = 70;
-    c.width = 300001;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nhistogram_backward = false\n";
-    out.push_back(c);
-  }
-  {  // The classification pass reading the whole row again (the default reads
-    // only the vectors the histogram pass marked: floor_marks.cuh).
-    Case c;
-    c.name = "direct_without_floor_marks";
-    c.k = 2048;
-    c.rows = 70;
-    c.width = 300001;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nfloor_marks = false\n";
-    out.push_back(c);
-  }
-  {  // Plain floor marks (the default also keeps the highest bin of each
-    // marked vector of the first chunks read, and reads only those reaching
-    // the boundary bin).
-    Case c;
-    c.name = "direct_without_marked_bins";
-    c.k = 2048;
-    c.rows = 70;
-    c.width = 200001;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nmarked_bin_chunks = 0\n";
-    out.push_back(c);
-  }
-  {  // Bins for 16 chunks, read forward (the row's first ones) and visited
-    // chunk by chunk; a small K (a high boundary bin: most marked vectors
-    // are left out).
-    Case c;
-    c.name = "direct_marked_bins_forward_chunkwise_k7";
-    c.k = 7;
-    c.rows = 90;
-    c.width = 300001;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_SORTED;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nmarked_bin_chunks = 16\nhistogram_backward = false\ngather_marked = false\n";
-    out.push_back(c);
-  }
-  {  // Bins for every chunk of rows up to 131072, backward, gathered.
-    Case c;
-    c.name = "direct_marked_bins_every_chunk";
-    c.k = 1024;
-    c.rows = 90;
-    c.width = 131071;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nmarked_bin_chunks = 16\n";
-    out.push_back(c);
-  }
-  for (int batch : {8, 3}) {  // Gathered batches of other sizes than the default 4 (8: loads_in_flight).
-    Case c;
-    c.name = "direct_gather_batch" + std::to_string(batch);
-    c.k = batch == 8 ? 2048 : 255;
-    c.rows = 70;
-    c.width = batch == 8 ? 300001 : 140003;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\ngather_batch = " + std::to_string(batch) + "\n";
-    out.push_back(c);
-  }
-  {  // The marked vectors visited chunk by chunk (the default gathers them
-    // across chunks: row_stream.cuh, for_each_gathered).
-    Case c;
-    c.name = "direct_without_gathered_marks";
-    c.k = 2048;
-    c.rows = 70;
-    c.width = 300001;
-    c.flags = SGTOPK_VALUES | SGTOPK_STARTS;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\ngather_marked = false\n";
-    out.push_back(c);
-  }
-  {  // The classification pass by coarse keys (the default compares with the
-    // boundary bin's FP32 endpoints); plateaus and ties at the boundary.
-    Case c;
-    c.name = "coarse_key_classification";
-    c.k = 300;
-    c.rows = 90;
-    c.width = 120001;
-    c.flags = SGTOPK_VALUES | SGTOPK_SORTED;
-    c.family = "direct_exact";
-    c.policy = "[select.direct]\nendpoint_classification = false\n";
-    out.push_back(c);
-  }
+  const uint32_t values_starts = SGTOPK_VALUES | SGTOPK_STARTS;
+  // The histogram pass from the row's start (the default walks from its end;
+  // unaligned starts: head, body, tail). Last, so that the sampled
+  // derivation's route-statistics parity of the cases above stays as it was.
+  out.push_back(direct_policy_case("histogram_forward", 2048, 70, 300001, values_starts, "histogram_backward = false\n"));
+  // The classification pass reading the whole row again (the default reads
+  // only the vectors the histogram pass marked: floor_marks.cuh).
+  out.push_back(direct_policy_case("direct_without_floor_marks", 2048, 70, 300001, values_starts, "floor_marks = false\n"));
+  // Plain floor marks (the default also keeps the highest bin of each marked
+  // vector of the first chunks read, and reads only those reaching the
+  // boundary bin).
+  out.push_back(direct_policy_case("direct_without_marked_bins", 2048, 70, 200001, values_starts, "marked_bin_chunks = 0\n"));
+  // Bins for 16 chunks, read forward (the row's first ones) and visited chunk
+  // by chunk; a small K (a high boundary bin: most marked vectors are left out).
+  out.push_back(direct_policy_case("direct_marked_bins_forward_chunkwise_k7", 7, 90, 300001,
+                                   values_starts | SGTOPK_SORTED,
+                                   "marked_bin_chunks = 16\nhistogram_backward = false\ngather_marked = false\n"));
+  // Bins for every chunk of rows up to 131072, backward, gathered.
+  out.push_back(direct_policy_case("direct_marked_bins_every_chunk", 1024, 90, 131071, values_starts, "marked_bin_chunks = 16\n"));
+  // Gathered batches of other sizes than the default 4 (8: loads_in_flight).
+  out.push_back(direct_policy_case("direct_gather_batch8", 2048, 70, 300001, values_starts, "gather_batch = 8\n"));
+  out.push_back(direct_policy_case("direct_gather_batch3", 255, 70, 140003, values_starts, "gather_batch = 3\n"));
+  // The marked vectors visited chunk by chunk (the default gathers them
+  // across chunks: row_stream.cuh, for_each_gathered).
+  out.push_back(direct_policy_case("direct_without_gathered_marks", 2048, 70, 300001, values_starts, "gather_marked = false\n"));
+  // The classification pass by coarse keys (the default compares with the
+  // boundary bin's FP32 endpoints); plateaus and ties at the boundary.
+  out.push_back(direct_policy_case("coarse_key_classification", 300, 90, 120001, SGTOPK_VALUES | SGTOPK_SORTED,
+                                   "endpoint_classification = false\n"));
   {  // Radix rounds to the end in both families (the sampled family's default
     // finishes groups of 64 or fewer by counting ranks); ties resolved by the
     // index rounds.

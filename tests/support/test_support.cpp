@@ -127,6 +127,8 @@ void DeviceBuffer::upload(const void* host, size_t bytes) {
   if (bytes == 0) return;
   test_context();
   check_cuda(driver().cuMemcpyHtoD(ptr_, host, bytes), "cuMemcpyHtoD");
+  // From pageable memory the copy may still be in flight on return (see fill_u32).
+  check_cuda(driver().cuCtxSynchronize(), "cuCtxSynchronize after cuMemcpyHtoD");
 }
 
 void DeviceBuffer::download(void* host, size_t bytes) const {
@@ -142,6 +144,10 @@ void DeviceBuffer::fill_u32(uint32_t pattern) {
   if (bytes_ < 4) return;
   test_context();
   check_cuda(driver().cuMemsetD32(ptr_, pattern, bytes_ / 4), "cuMemsetD32");
+  // cuMemsetD32 on device memory may return before it is done, and runs on
+  // the legacy stream, which non-blocking streams do not wait for: a launch
+  // on one could otherwise overtake the poison (or be overwritten by it).
+  check_cuda(driver().cuCtxSynchronize(), "cuCtxSynchronize after cuMemsetD32");
 }
 
 // ------------------------------------------------------- checking output ----

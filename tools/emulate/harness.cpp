@@ -94,6 +94,9 @@ static constexpr int floor_mark_words() {
 #ifndef RAISE_AT_CLAIM
 #define RAISE_AT_CLAIM true
 #endif
+#ifndef RAISES_PER_CHUNK
+#define RAISES_PER_CHUNK 2
+#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -141,6 +144,7 @@ struct Config {
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
+  static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
 };
 
 static unsigned okey(float x) {
