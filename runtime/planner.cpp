@@ -42,6 +42,15 @@ struct FamilyBody {
   int marked_bin_chunks = 0;  // chunks whose marked vectors keep their bins (direct only)
 };
 
+// Raises per chunk as the kernel spaces them (every warps/n-th claim, the
+// last always): a power of two, so it divides the block's warps, and at most
+// their count.
+int raises_per_chunk(int asked, int threads) {
+  int n = 1;
+  while (n * 2 <= asked && n * 2 <= threads / 32) n *= 2;
+  return n;
+}
+
 // The constants every select family shares, so both carry the body's whole Config.
 std::vector<std::pair<std::string, std::string>> select_constants(const Problem& p, const Policy& policy,
                                                                   const FamilyBody& body) {
@@ -77,7 +86,7 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
-      {"kRaisesPerChunk", str(std::min(d.raises_per_chunk, threads / 32))},
+      {"kRaisesPerChunk", str(raises_per_chunk(d.raises_per_chunk, threads))},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }
@@ -92,27 +101,34 @@ unsigned select_smem_bytes(const Problem& p, const Policy& policy) {
   return kSelectionStateBytes + std::max(frontier_shared_bytes(policy), sort_buffer_bytes(p));
 }
 
-// Block-wide chunks (block_threads x loads_in_flight 16-byte vectors) of the
-// widest row's body, as the direct family streams it.
-int64_t body_chunks(const Problem& p, const SelectDirectPolicy& d) {
-  const int64_t chunk_vectors = int64_t{d.block_threads} * d.loads_in_flight;
+// How the direct family's CTA streams a row: its threads, each issuing
+// loads_in_flight 16-byte loads per block-wide chunk.
+struct ChunkShape {
+  int threads;
+  int loads_in_flight;
+};
+
+// Block-wide chunks (threads x loads_in_flight 16-byte vectors) of the
+// widest row's body.
+int64_t body_chunks(const Problem& p, const ChunkShape& c) {
+  const int64_t chunk_vectors = int64_t{c.threads} * c.loads_in_flight;
   return ((p.width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
 }
 
 // The direct family's floor marks (templates/sgtopk/floor_marks.cuh): per
 // thread, loads_in_flight bits (rounded up to a power of two) for each
 // block-wide chunk of the widest row's 16-byte body, in 32-bit words.
-int floor_mark_words(const Problem& p, const SelectDirectPolicy& d) {
-  const int bits = d.loads_in_flight <= 1 ? 1 : d.loads_in_flight <= 2 ? 2 : d.loads_in_flight <= 4 ? 4 : 8;
-  return static_cast<int>((body_chunks(p, d) + 32 / bits - 1) / (32 / bits));
+int floor_mark_words(const Problem& p, const ChunkShape& c) {
+  const int bits = c.loads_in_flight <= 1 ? 1 : c.loads_in_flight <= 2 ? 2 : c.loads_in_flight <= 4 ? 4 : 8;
+  return static_cast<int>((body_chunks(p, c) + 32 / bits - 1) / (32 / bits));
 }
-unsigned floor_marks_bytes(int words, const SelectDirectPolicy& d) {
-  return static_cast<unsigned>(words) * static_cast<unsigned>(d.block_threads) * 4u;
+unsigned floor_marks_bytes(int words, const ChunkShape& c) {
+  return static_cast<unsigned>(words) * static_cast<unsigned>(c.threads) * 4u;
 }
 // With them, the highest coarse bin (2 bytes) of each vector of the first
 // chunks the histogram pass reads, in words.
-unsigned marked_bins_bytes(int chunks, const SelectDirectPolicy& d) {
-  return static_cast<unsigned>((int64_t{chunks} * d.block_threads * d.loads_in_flight + 1) / 2 * 4);
+unsigned marked_bins_bytes(int chunks, const ChunkShape& c) {
+  return static_cast<unsigned>((int64_t{chunks} * c.threads * c.loads_in_flight + 1) / 2 * 4);
 }
 
 // The most dynamic shared memory one block may opt into, per architecture
@@ -185,8 +201,7 @@ Plan plan_direct_exact(const Problem& p, const Policy& policy, const Target& tar
                              : row_per_sm ? 1
                                           : d.workers_per_sm;
   const int register_items = in_registers ? static_cast<int>((p.width + threads - 1) / threads) : 0;
-  SelectDirectPolicy shape = d;  // what the marks are sized for: the CTA as planned
-  shape.block_threads = threads;
+  const ChunkShape shape{threads, d.loads_in_flight};
   // Streamed rows with a 16-byte body get floor marks where they fit beside
   // the rest of the block's shared memory (a plan never fails for them).
   const unsigned limit = max_dynamic_shared_bytes(arch_number(target.arch));

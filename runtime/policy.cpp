@@ -260,7 +260,8 @@ const std::vector<Section>& sections() {
                    "the whole chunk before it (bench/NOTES.md)"),
            integer("raises_per_chunk", SGTOPK_MEMBER(direct.raises_per_chunk), {1, 32},
                    "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n"
-                   "spaced, the last unit's always (capped by the block's warps; bench/NOTES.md)"),
+                   "spaced, the last unit's always (rounded down to a power of two, at most the block's\n"
+                   "warps; bench/NOTES.md)"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

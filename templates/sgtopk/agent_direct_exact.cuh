@@ -157,6 +157,7 @@ struct DirectExactAgent {
     // kRaisesPerChunk > 1: also earlier claims of the chunk, evenly spaced,
     // each on a partly counted chunk before it.
     const auto on_claim = [&](int ordinal, int warp_slot) {
+      static_assert((Config::kThreads / 32) % Config::kRaisesPerChunk == 0, "the last unit's claim always raises");
       constexpr int kEvery = Config::kThreads / 32 / Config::kRaisesPerChunk;
       if (kRaiseAtClaim && ordinal > 0 && (warp_slot + 1) % kEvery == 0) raise_floor(state);
     };

@@ -398,6 +398,22 @@ TEST(JitPlanner, DirectRowsTakeTheirSMsThreadsWhenRowsAreFew) {
   EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).min_blocks_per_sm, 1u);
 }
 
+// The kernel raises at every (warps / n)-th claim of a chunk, the last one
+// always: n is rounded down to a power of two, at most the block's warps.
+TEST(JitPlanner, RaisesPerChunkDivideTheWarps) {
+  const auto raises = [](int asked, int64_t rows) {
+    return plan_for(2048, 131072, 0, "sm_90", edited_policy([&](Policy& p) { p.direct.raises_per_chunk = asked; }),
+                    "direct_exact", rows)
+        .constant("kRaisesPerChunk");
+  };
+  EXPECT_EQ(raises(1, 4096), "1");
+  EXPECT_EQ(raises(2, 4096), "2");
+  EXPECT_EQ(raises(3, 4096), "2");
+  EXPECT_EQ(raises(12, 4096), "8");
+  EXPECT_EQ(raises(32, 4096), "16");  // 512 threads: 16 warps
+  EXPECT_EQ(raises(32, 64), "32");    // one 1024-thread CTA a row
+}
+
 TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   const auto words = [](const Plan& plan) { return plan.constant("kFloorMarkWords"); };
   const Policy d = Policy::defaults();
