@@ -15,7 +15,8 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk,
+//   kDenseRaiseChunks.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -81,6 +82,9 @@ struct DirectExactAgent {
   // Where the histogram pass raises the floor: as a chunk's last work unit
   // is taken (kRaiseAtClaim), else after one visit of each chunk.
   static constexpr bool kRaiseAtClaim = Config::kRaiseAtClaim && Config::kWorkUnits;
+  // A lane with at most this many vectors above the floor in a chunk reads
+  // them again (L1) to count them; more, and it walks all its slots.
+  static constexpr int kVectorsReadAgain = 2;
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
                                            const Marks& marks, Clock* clock = nullptr) {
@@ -103,23 +107,49 @@ struct DirectExactAgent {
     const auto visit_chunk = [&](const auto& chunk) {
       const u32 floor_now = floor_bin;
       if (floor_now > kCoarseKeyMinNumber) {
-        // Mark, then key and count only the marked (few, once the floor
-        // has risen), one set bit at a time.
         const float low = float_from_ordered_key(floor_low_key);
-        u32 above = 0u;
+        if constexpr (Bare<decltype(chunk)>::type::kVectors > 0) {
+          // One test per vector, on its highest score (the marks are per
+          // vector anyway), then only the marked vectors' scores are tested
+          // and counted: testing every score took ~3 instructions each, on
+          // the path most of a row takes.
+          u32 marked = 0u;
 #pragma unroll
-        for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
-        above &= chunk.live_mask();
-        if constexpr (Marks::kSelective) marks.record(chunk, Marks::vectors_of(above));
-        if (__popc(above) > 4) {
-          // Crowded (a plateau at the floor, ReLU zeros): every marked
-          // score from its register, unrolled, rather than one re-read each.
+          for (int u = 0; u < chunk.kVectors; ++u) marked |= (chunk.vector_max(u) >= low ? 1u : 0u) << u;
+          marked &= chunk.valid;
+          if constexpr (Marks::kSelective) marks.record(chunk, marked);
+          const auto count_above = [&](float value) {
+            if (value >= low) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(value));
+          };
+          if (__popc(marked) > kVectorsReadAgain) {
+            // Crowded (a plateau at the floor, ReLU zeros): from registers.
 #pragma unroll
-          for (int n = 0; n < chunk.kCount; ++n)
-            if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+            for (int n = 0; n < chunk.kCount; ++n)
+              if ((marked >> (n >> 2)) & 1u) count_above(chunk.score(n));
+          } else {
+            for (; marked != 0u; marked &= marked - 1u) {
+              const float4 q = chunk.vector_again(__ffs(marked) - 1);
+              count_above(q.x), count_above(q.y), count_above(q.z), count_above(q.w);
+            }
+          }
         } else {
-          for (; above != 0u; above &= above - 1u)
-            count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+          // Scores kept in registers: mark, then key and count only those
+          // (few, once the floor has risen), one set bit at a time.
+          u32 above = 0u;
+#pragma unroll
+          for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
+          above &= chunk.live_mask();
+          static_assert(!Marks::kSelective || Bare<decltype(chunk)>::type::kVectors > 0, "register rows have no marks");
+          if (__popc(above) > 4) {
+            // Crowded: every marked score from its register, unrolled,
+            // rather than one selected each.
+#pragma unroll
+            for (int n = 0; n < chunk.kCount; ++n)
+              if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+          } else {
+            for (; above != 0u; above &= above - 1u)
+              count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+          }
         }
       } else {
         // No floor yet: every score is keyed (two at a time) and counted,
@@ -156,10 +186,21 @@ struct DirectExactAgent {
     // other units of this one are still loading.
     // kRaisesPerChunk > 1: also earlier claims of the chunk, evenly spaced,
     // each on a partly counted chunk before it.
+    // kDenseRaiseChunks > 0: past that many chunks the floor moves little
+    // and a raise (a warp's scan of the histogram, before its loads) costs
+    // more than it saves, so only the last claims of ever sparser chunks
+    // raise: step 1 from n chunks, 2 from 2n, 4 from 4n, ...
     const auto on_claim = [&](int ordinal, int warp_slot) {
-      static_assert((Config::kThreads / 32) % Config::kRaisesPerChunk == 0, "the last unit's claim always raises");
-      constexpr int kEvery = Config::kThreads / 32 / Config::kRaisesPerChunk;
-      if (kRaiseAtClaim && ordinal > 0 && (warp_slot + 1) % kEvery == 0) raise_floor(state);
+      constexpr int kWarps = Config::kThreads / 32;
+      static_assert(kWarps % Config::kRaisesPerChunk == 0, "the last unit's claim always raises");
+      constexpr int kEvery = kWarps / Config::kRaisesPerChunk;
+      if (!kRaiseAtClaim || ordinal == 0) return;
+      bool raises = (warp_slot + 1) % kEvery == 0;
+      if (Config::kDenseRaiseChunks > 0 && ordinal >= Config::kDenseRaiseChunks) {
+        const int step = 1 << (31 - __clz(ordinal / Config::kDenseRaiseChunks));
+        raises = warp_slot == kWarps - 1 && ordinal % step == 0;
+      }
+      if (raises) raise_floor(state);
     };
     if constexpr (Config::kWorkUnits)
       row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar, on_claim);

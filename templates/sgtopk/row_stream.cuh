@@ -65,6 +65,17 @@ SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
   }
 }
 
+// A visitor's `const auto& chunk` without the reference, for its constants
+// in constant expressions.
+template <typename T>
+struct Bare {
+  typedef T type;
+};
+template <typename T>
+struct Bare<const T&> {
+  typedef T type;
+};
+
 // kUnroll float4 of one thread, as a pass visits them: element n = 4u + c
 // is score(n). The chunk kinds below add where each vector lies in the row.
 template <int kUnroll>
@@ -85,6 +96,12 @@ struct VectorSlots {
 #pragma unroll
     for (int k = 1; k < kUnroll; ++k) q = k == u ? v[k] : q;
     return q;
+  }
+  // v[u]'s highest score; fmaxf passes over NaN, so NaN is highest only in
+  // an all-NaN vector.
+  SGTOPK_DEVICE float vector_max(int u) const {
+    const float4& q = v[u];
+    return fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
   }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
   // Bit n set when score(n) lies in the row. A pass that builds a mask over
@@ -112,6 +129,10 @@ struct VectorChunk : VectorSlots<kUnroll> {
   // indexed so): read again, from L1 in the common case, since this chunk
   // was just loaded. For the few scores a pass keeps.
   SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
+  // v[u] for a u known only at run time, read again likewise.
+  SGTOPK_DEVICE float4 vector_again(int u) const {
+    return __ldg(reinterpret_cast<const float4*>(row + first + u * 4 * kThreads));
+  }
 };
 
 // kUnroll vectors of one thread gathered from anywhere in the body
