@@ -87,7 +87,6 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
       {"kRaisesPerChunk", str(raises_per_chunk(d.raises_per_chunk, threads))},
-      {"kDenseRaiseChunks", str(d.dense_raise_chunks)},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},
   };
 }

@@ -262,12 +262,6 @@ const std::vector<Section>& sections() {
                    "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n"
                    "spaced, the last unit's always (rounded down to a power of two, at most the block's\n"
                    "warps; bench/NOTES.md)"),
-           integer("dense_raise_chunks", SGTOPK_MEMBER(direct.dense_raise_chunks), {0, 4096},
-                   "with raise_at_claim: the first chunks a row's histogram pass reads, that raise the floor\n"
-                   "raises_per_chunk times each; after them, once the floor has mostly settled, only every\n"
-                   "step-th chunk raises (at its last unit's claim), the step doubling as the chunks read do\n"
-                   "(at n, 2n, 4n, ... chunks read: 1, 2, 4, ...); 0: every chunk raises raises_per_chunk\n"
-                   "times"),
        }},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"

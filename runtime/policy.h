@@ -42,7 +42,6 @@ struct SelectDirectPolicy {
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
   int raises_per_chunk = 2;              // with raise_at_claim: claims of a chunk's units that raise, 1..32
-  int dense_raise_chunks = 0;            // with raise_at_claim: chunks raising raises_per_chunk times, then fewer (0: all)
   int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
   bool operator==(const SelectDirectPolicy&) const = default;
 };

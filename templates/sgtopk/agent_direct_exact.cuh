@@ -15,8 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk,
-//   kDenseRaiseChunks.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -186,21 +185,10 @@ struct DirectExactAgent {
     // other units of this one are still loading.
     // kRaisesPerChunk > 1: also earlier claims of the chunk, evenly spaced,
     // each on a partly counted chunk before it.
-    // kDenseRaiseChunks > 0: past that many chunks the floor moves little
-    // and a raise (a warp's scan of the histogram, before its loads) costs
-    // more than it saves, so only the last claims of ever sparser chunks
-    // raise: step 1 from n chunks, 2 from 2n, 4 from 4n, ...
     const auto on_claim = [&](int ordinal, int warp_slot) {
-      constexpr int kWarps = Config::kThreads / 32;
-      static_assert(kWarps % Config::kRaisesPerChunk == 0, "the last unit's claim always raises");
-      constexpr int kEvery = kWarps / Config::kRaisesPerChunk;
-      if (!kRaiseAtClaim || ordinal == 0) return;
-      bool raises = (warp_slot + 1) % kEvery == 0;
-      if (Config::kDenseRaiseChunks > 0 && ordinal >= Config::kDenseRaiseChunks) {
-        const int step = 1 << (31 - __clz(ordinal / Config::kDenseRaiseChunks));
-        raises = warp_slot == kWarps - 1 && ordinal % step == 0;
-      }
-      if (raises) raise_floor(state);
+      static_assert((Config::kThreads / 32) % Config::kRaisesPerChunk == 0, "the last unit's claim always raises");
+      constexpr int kEvery = Config::kThreads / 32 / Config::kRaisesPerChunk;
+      if (kRaiseAtClaim && ordinal > 0 && (warp_slot + 1) % kEvery == 0) raise_floor(state);
     };
     if constexpr (Config::kWorkUnits)
       row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar, on_claim);

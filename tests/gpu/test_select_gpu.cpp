@@ -288,14 +288,13 @@ std::vector<Case> cases() {
   // Where the histogram pass raises its floor (the default: as a chunk's
   // last work unit and the one halfway are taken): after one visit of each
   // chunk, with work units and with fixed slices; at the last unit's claim
-  // only; at eight claims of each chunk; at the first chunk's claims, then
-  // only chunks 2, 4, 8. K large and small, rows of one to many chunks.
+  // only; at eight claims of each chunk. K large and small, rows of one to
+  // many chunks.
   const std::pair<const char*, const char*> raise_policies[] = {
       {"direct_raise_after_visit", "raise_at_claim = false\n"},
       {"direct_fixed_slices", "work_units = false\n"},
       {"direct_raises_8", "raises_per_chunk = 8\n"},
       {"direct_raise_at_last_claim", "raises_per_chunk = 1\n"},
-      {"direct_dense_raises_1", "dense_raise_chunks = 1\n"},
   };
   for (const auto& [name, keys] : raise_policies)
     for (int k : {2048, 7})

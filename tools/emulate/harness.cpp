@@ -97,9 +97,6 @@ static constexpr int floor_mark_words() {
 #ifndef RAISES_PER_CHUNK
 #define RAISES_PER_CHUNK 2
 #endif
-#ifndef DENSE_RAISE_CHUNKS
-#define DENSE_RAISE_CHUNKS 0
-#endif
 #ifndef MARK_WORDS
 #define MARK_WORDS floor_mark_words()
 #endif
@@ -148,7 +145,6 @@ struct Config {
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
   static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
-  static constexpr int kDenseRaiseChunks = DENSE_RAISE_CHUNKS;
 };
 
 static unsigned okey(float x) {
