@@ -85,7 +85,6 @@ std::vector<std::pair<std::string, std::string>> select_constants(const Problem&
       {"kGatherMarks", flag(floor_mark_words > 0 && d.gather_marked)},
       {"kMarkedBinChunks", str(body.marked_bin_chunks)},
       {"kGatherBatch", str(d.gather_batch > 0 ? d.gather_batch : loads)},
-      {"kClaimAhead", flag(d.claim_ahead)},
       {"kRaiseAtClaim", flag(d.raise_at_claim)},
       {"kRaisesPerChunk", str(raises_per_chunk(d.raises_per_chunk, threads))},
       {"kWorkUnits", flag(d.work_units && d.vector_bytes == 16 && !d.prefetch_next_chunk && d.prefetch_l2_chunks == 0)},

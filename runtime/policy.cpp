@@ -253,10 +253,6 @@ const std::vector<Section>& sections() {
                    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
                    "warp holds the block at the barrier after it; with 16-byte loads, without\n"
                    "prefetch_next_chunk and prefetch_l2_chunks (bench/NOTES.md)"),
-           boolean("claim_ahead", SGTOPK_MEMBER(direct.claim_ahead),
-                   "with work units, a warp takes its next unit and starts its loads before it visits the\n"
-                   "one it holds, so its loads are in flight while it counts (twice the registers for\n"
-                   "the scores: with a small loads_in_flight; bench/NOTES.md)"),
            boolean("raise_at_claim", SGTOPK_MEMBER(direct.raise_at_claim),
                    "with work units, the floor is raised by the warp that takes a chunk's last unit\n"
                    "(about when every warp has counted its unit of the chunk before), before its loads,\n"

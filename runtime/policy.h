@@ -40,7 +40,6 @@ struct SelectDirectPolicy {
   int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
-  bool claim_ahead = false;              // with work units: a warp takes and loads its next unit before visiting this one
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
   int raises_per_chunk = 2;              // with raise_at_claim: claims of a chunk's units that raise, 1..32
   int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024

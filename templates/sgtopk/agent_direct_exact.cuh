@@ -15,7 +15,7 @@
 //   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
 //   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kClaimAhead, kRaiseAtClaim, kRaisesPerChunk.
+//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
 #pragma once
 #include "sgtopk/floor_marks.cuh"
 #include "sgtopk/frontier.cuh"
@@ -191,8 +191,7 @@ struct DirectExactAgent {
       if (kRaiseAtClaim && ordinal > 0 && (warp_slot + 1) % kEvery == 0) raise_floor(state);
     };
     if constexpr (Config::kWorkUnits)
-      row.template for_each_unit<Config::kHistogramBackward, Config::kClaimAhead>(&state.units_taken, visit_chunk,
-                                                                                    visit_scalar, on_claim);
+      row.template for_each_unit<Config::kHistogramBackward>(&state.units_taken, visit_chunk, visit_scalar, on_claim);
     else if constexpr (Config::kHistogramBackward)
       row.for_each_chunk_backward(visit_chunk, visit_scalar);
     else

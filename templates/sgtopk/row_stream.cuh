@@ -251,38 +251,32 @@ SGTOPK_DEVICE void for_each_chunk(const float* row, int len, const Want& want, V
 // loads come back late takes fewer units instead of holding the block at the
 // barrier after the pass: with fixed slices, warps waited there ~13% of a
 // 2^17 row's time on average (bench/NOTES.md, eighth session). The chunk
-// reaches the visitor as its slot's lanes hold it (chunk.slot). No L2
-// look-ahead here.
-// kClaimAhead: a warp takes its next unit and starts its loads before it
-// visits the one it holds, so its loads are in flight while it counts
-// (twice the registers for the scores: for small kUnroll).
+// reaches the visitor as its slot's lanes hold it (chunk.slot). No register
+// double buffer and no L2 look-ahead here.
 // on_claim(ordinal, warp_slot) runs on the whole warp as it takes a unit,
 // before the unit's loads (ordinal: the chunk's place in the walk).
-template <typename Shape, bool kBackward, bool kClaimAhead, typename VisitChunk, typename VisitScalar,
-          typename OnClaim>
+template <typename Shape, bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
 SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, VisitChunk&& visit_chunk,
                                  VisitScalar&& visit_scalar, OnClaim&& on_claim) {
   static_assert(Shape::kVectorLoads, "units of 16-byte vectors");
   constexpr int kThreads = Shape::kThreads, kUnroll = Shape::kUnroll, kWarps = kThreads / 32;
   constexpr int kChunk = kThreads * kUnroll;
-  typedef VectorChunk<kThreads, kUnroll> Chunk;
   const int t = threadIdx.x, lane = t & 31;
   const VectorBody shape = vector_body(row, len);
   for (int i = t; i < shape.head; i += kThreads) visit_scalar(i, __ldg(row + i));
   const int chunks = chunk_count<kChunk>(shape.vectors);
   const u32 units = static_cast<u32>(chunks) * static_cast<u32>(kWarps);
-  // Takes the next unit and starts its loads into `chunk`; false (warp-
-  // uniform) when none is left.
-  const auto take = [&](Chunk& chunk) {
+  for (;;) {
     u32 unit = 0u;
     if (lane == 0) unit = atomicAdd(units_taken, 1u);
     unit = __shfl_sync(0xffffffffu, unit, 0);
-    if (unit >= units) return false;
+    if (unit >= units) break;  // warp-uniform
     const int ordinal = static_cast<int>(unit / kWarps);
     on_claim(ordinal, static_cast<int>(unit % kWarps));
     const int number = kBackward ? chunks - 1 - ordinal : ordinal;
     const int slot = static_cast<int>(unit % kWarps) * 32 + lane;
     const int base = number * kChunk;
+    VectorChunk<kThreads, kUnroll> chunk;
     chunk.valid = 0u;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -295,19 +289,7 @@ SGTOPK_DEVICE void for_each_unit(const float* row, int len, u32* units_taken, Vi
     chunk.first = shape.head + 4 * (base + slot);
     chunk.number = number;
     chunk.slot = slot;
-    return true;
-  };
-  if constexpr (kClaimAhead) {
-    Chunk held;
-    for (bool holds = take(held); holds;) {
-      Chunk ahead;
-      const bool next = take(ahead);
-      visit_chunk(static_cast<const Chunk&>(held));
-      held = ahead;
-      holds = next;
-    }
-  } else {
-    for (Chunk chunk; take(chunk);) visit_chunk(static_cast<const Chunk&>(chunk));
+    visit_chunk(static_cast<const VectorChunk<kThreads, kUnroll>&>(chunk));
   }
   for (int i = shape.head + 4 * shape.vectors + t; i < len; i += kThreads) visit_scalar(i, __ldg(row + i));
 }
@@ -419,7 +401,7 @@ struct RegisterRow {
   SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
-  template <bool kBackward, bool kClaimAhead, typename VisitChunk, typename VisitScalar, typename OnClaim>
+  template <bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
   SGTOPK_DEVICE void for_each_unit(u32*, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar, OnClaim&&) const {
     for_each_chunk(visit_chunk, visit_scalar);
   }
@@ -454,10 +436,10 @@ struct StreamedRow {
     sgtopk::for_each_chunk<Shape, true>(row, len, EveryVector{}, visit_chunk, visit_scalar);
   }
   // Every vector, in warp-sized units any warp may take (sgtopk::for_each_unit).
-  template <bool kBackward, bool kClaimAhead, typename VisitChunk, typename VisitScalar, typename OnClaim>
+  template <bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
   SGTOPK_DEVICE void for_each_unit(u32* units_taken, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar,
                                    OnClaim&& on_claim) const {
-    sgtopk::for_each_unit<Shape, kBackward, kClaimAhead>(row, len, units_taken, visit_chunk, visit_scalar, on_claim);
+    sgtopk::for_each_unit<Shape, kBackward>(row, len, units_taken, visit_chunk, visit_scalar, on_claim);
   }
   // Only the vectors `want` asks for (the head and the tail always): chunk
   // by chunk, or gathered across chunks where `want` can list them

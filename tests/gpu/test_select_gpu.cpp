@@ -288,14 +288,13 @@ std::vector<Case> cases() {
   // Where the histogram pass raises its floor (the default: as a chunk's
   // last work unit and the one halfway are taken): after one visit of each
   // chunk, with work units and with fixed slices; at the last unit's claim
-  // only; at eight claims of each chunk; with units claimed a visit ahead.
-  // K large and small, rows of one to many chunks.
+  // only; at eight claims of each chunk. K large and small, rows of one to
+  // many chunks.
   const std::pair<const char*, const char*> raise_policies[] = {
       {"direct_raise_after_visit", "raise_at_claim = false\n"},
       {"direct_fixed_slices", "work_units = false\n"},
       {"direct_raises_8", "raises_per_chunk = 8\n"},
       {"direct_raise_at_last_claim", "raises_per_chunk = 1\n"},
-      {"direct_claim_ahead", "claim_ahead = true\nloads_in_flight = 4\n"},
   };
   for (const auto& [name, keys] : raise_policies)
     for (int k : {2048, 7})
@@ -310,10 +309,6 @@ std::vector<Case> cases() {
   // a row), K large and small.
   out.push_back(direct_policy_case("direct_two_workers_per_sm", 2048, 300, 40001, SGTOPK_VALUES | SGTOPK_STARTS, ""));
   out.push_back(direct_policy_case("direct_two_workers_per_sm_k7", 7, 300, 70001, SGTOPK_VALUES | SGTOPK_SORTED, ""));
-  out.push_back(direct_policy_case("direct_two_workers_claim_ahead", 2048, 300, 40001, SGTOPK_VALUES | SGTOPK_STARTS,
-                                   "claim_ahead = true\nloads_in_flight = 4\n"));
-  out.push_back(direct_policy_case("direct_two_workers_claim_ahead_k7", 7, 300, 70001, SGTOPK_VALUES | SGTOPK_SORTED,
-                                   "claim_ahead = true\nloads_in_flight = 4\n"));
   // Register rows in smaller CTAs than their default 1024 threads (two and
   // four of them per SM, 14 and 12 items a thread).
   out.push_back(direct_policy_case("register_rows_512_threads", 300, 70, 7000, SGTOPK_VALUES | SGTOPK_STARTS,

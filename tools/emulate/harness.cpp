@@ -94,9 +94,6 @@ static constexpr int floor_mark_words() {
 #ifndef RAISE_AT_CLAIM
 #define RAISE_AT_CLAIM true
 #endif
-#ifndef CLAIM_AHEAD
-#define CLAIM_AHEAD false
-#endif
 #ifndef RAISES_PER_CHUNK
 #define RAISES_PER_CHUNK 2
 #endif
@@ -146,7 +143,6 @@ struct Config {
   static constexpr bool kGatherMarks = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
-  static constexpr bool kClaimAhead = CLAIM_AHEAD;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
   static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
 };
