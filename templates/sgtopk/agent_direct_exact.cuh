@@ -81,9 +81,6 @@ struct DirectExactAgent {
   // Where the histogram pass raises the floor: as a chunk's last work unit
   // is taken (kRaiseAtClaim), else after one visit of each chunk.
   static constexpr bool kRaiseAtClaim = Config::kRaiseAtClaim && Config::kWorkUnits;
-  // A lane with at most this many vectors above the floor in a chunk reads
-  // them again (L1) to count them; more, and it walks all its slots.
-  static constexpr int kVectorsReadAgain = 2;
   template <typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
                                            const Marks& marks, Clock* clock = nullptr) {
@@ -110,26 +107,20 @@ struct DirectExactAgent {
         if constexpr (Bare<decltype(chunk)>::type::kVectors > 0) {
           // One test per vector, on its highest score (the marks are per
           // vector anyway), then only the marked vectors' scores are tested
-          // and counted: testing every score took ~3 instructions each, on
-          // the path most of a row takes.
+          // and counted, from registers: testing every score took ~3
+          // instructions each, on the path most of a row takes, and reading
+          // a lane's few marked vectors again (L1) waited out a round trip
+          // each (+4.7%, +10% at 2^17 iid rows; bench/NOTES.md).
           u32 marked = 0u;
 #pragma unroll
           for (int u = 0; u < chunk.kVectors; ++u) marked |= (chunk.vector_max(u) >= low ? 1u : 0u) << u;
           marked &= chunk.valid;
           if constexpr (Marks::kSelective) marks.record(chunk, marked);
-          const auto count_above = [&](float value) {
-            if (value >= low) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(value));
-          };
-          if (__popc(marked) > kVectorsReadAgain) {
-            // Crowded (a plateau at the floor, ReLU zeros): from registers.
+          if (marked != 0u) {
 #pragma unroll
             for (int n = 0; n < chunk.kCount; ++n)
-              if ((marked >> (n >> 2)) & 1u) count_above(chunk.score(n));
-          } else {
-            for (; marked != 0u; marked &= marked - 1u) {
-              const float4 q = chunk.vector_again(__ffs(marked) - 1);
-              count_above(q.x), count_above(q.y), count_above(q.z), count_above(q.w);
-            }
+              if (((marked >> (n >> 2)) & 1u) && chunk.score(n) >= low)
+                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
           }
         } else {
           // Scores kept in registers: mark, then key and count only those

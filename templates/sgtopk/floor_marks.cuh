@@ -37,8 +37,9 @@
 // vectors only and read only for those, so nothing needs clearing between
 // rows. Pruned before the pass, not tested as the cursor lists: a shared
 // load in the cursor serialised a gathered batch's global loads (+16% on
-// the quick matrix). Two chunks: with more, pass 1's bin stores cost more
-// than the skipped reads save (bench/NOTES.md, ninth session).
+// the quick matrix). Three chunks (at 512 threads x 8 loads, 3/8 of a 2^17
+// row): with more, pass 1's bin stores cost more than the skipped reads save
+// (bench/NOTES.md, ninth and fifteenth sessions).
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
