@@ -37,7 +37,7 @@ struct SelectDirectPolicy {
   bool floor_marks = true;               // the classification pass reads only what passed the histogram pass's floor
   int sparse_vectors = 2;                // with floor marks: lanes with at most this many marked vectors classify only those, 0..8
   bool gather_marked = true;             // with floor marks: the classification pass loads the marked vectors across chunks
-  int marked_bin_chunks = 2;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
+  int marked_bin_chunks = 3;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
   int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
   bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
   bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first

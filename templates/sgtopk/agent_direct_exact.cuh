@@ -103,23 +103,43 @@ struct DirectExactAgent {
     const auto visit_chunk = [&](const auto& chunk) {
       const u32 floor_now = floor_bin;
       if (floor_now > kCoarseKeyMinNumber) {
-        // Mark, then key and count only the marked (few, once the floor
-        // has risen), one set bit at a time.
         const float low = float_from_ordered_key(floor_low_key);
-        u32 above = 0u;
+        if constexpr (Bare<decltype(chunk)>::type::kVectors > 0) {
+          // One test per vector, on its highest score (the marks are per
+          // vector anyway), then only the marked vectors' scores are tested
+          // and counted, from registers: testing every score took ~3
+          // instructions each, on the path most of a row takes, and reading
+          // a lane's few marked vectors again (L1) waited out a round trip
+          // each (+4.7%, +10% at 2^17 iid rows; bench/NOTES.md).
+          u32 marked = 0u;
 #pragma unroll
-        for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
-        above &= chunk.live_mask();
-        if constexpr (Marks::kSelective) marks.record(chunk, Marks::vectors_of(above));
-        if (__popc(above) > 4) {
-          // Crowded (a plateau at the floor, ReLU zeros): every marked
-          // score from its register, unrolled, rather than one re-read each.
+          for (int u = 0; u < chunk.kVectors; ++u) marked |= (chunk.vector_max(u) >= low ? 1u : 0u) << u;
+          marked &= chunk.valid;
+          if constexpr (Marks::kSelective) marks.record(chunk, marked);
+          if (marked != 0u) {
 #pragma unroll
-          for (int n = 0; n < chunk.kCount; ++n)
-            if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+            for (int n = 0; n < chunk.kCount; ++n)
+              if (((marked >> (n >> 2)) & 1u) && chunk.score(n) >= low)
+                count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+          }
         } else {
-          for (; above != 0u; above &= above - 1u)
-            count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+          // Scores kept in registers: mark, then key and count only those
+          // (few, once the floor has risen), one set bit at a time.
+          u32 above = 0u;
+#pragma unroll
+          for (int n = 0; n < chunk.kCount; ++n) above |= (chunk.score(n) >= low ? 1u : 0u) << n;
+          above &= chunk.live_mask();
+          static_assert(!Marks::kSelective || Bare<decltype(chunk)>::type::kVectors > 0, "register rows have no marks");
+          if (__popc(above) > 4) {
+            // Crowded: every marked score from its register, unrolled,
+            // rather than one selected each.
+#pragma unroll
+            for (int n = 0; n < chunk.kCount; ++n)
+              if ((above >> n) & 1u) count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score(n)));
+          } else {
+            for (; above != 0u; above &= above - 1u)
+              count_in_bin<Config::kAggregateHistogram>(state.histogram, coarse_key(chunk.score_at(__ffs(above) - 1)));
+          }
         }
       } else {
         // No floor yet: every score is keyed (two at a time) and counted,

@@ -37,8 +37,9 @@
 // vectors only and read only for those, so nothing needs clearing between
 // rows. Pruned before the pass, not tested as the cursor lists: a shared
 // load in the cursor serialised a gathered batch's global loads (+16% on
-// the quick matrix). Two chunks: with more, pass 1's bin stores cost more
-// than the skipped reads save (bench/NOTES.md, ninth session).
+// the quick matrix). Three chunks (at 512 threads x 8 loads, 3/8 of a 2^17
+// row): with more, pass 1's bin stores cost more than the skipped reads save
+// (bench/NOTES.md, ninth and fifteenth sessions).
 #pragma once
 #include "sgtopk/keys.cuh"
 #include "sgtopk/row_stream.cuh"
@@ -103,7 +104,7 @@ struct FloorMarks {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if ((vectors >> u) & 1u)
-          bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(highest_bin(chunk.v[u]));
+          bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(coarse_key(chunk.vector_max(u)));
     }
   }
   // This thread's own words: only it reads them (the classification pass),
@@ -172,19 +173,6 @@ struct FloorMarks {
 
   // Where v[u] of the `binned`-th chunk with bins, in thread slot `slot`, keeps its bin.
   static SGTOPK_DEVICE int bin_slot(int binned, int u, int slot) { return (binned * kUnroll + u) * kThreads + slot; }
-  // The coarse bin of a vector's highest score (NaN, lowest, only if all are).
-  static SGTOPK_DEVICE u32 highest_bin(const float4& v) { return coarse_key(fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); }
-
-  // The vectors of a chunk's score mask (bit n: score n = 4u + c) with a bit
-  // set: each nibble ORed into its low bit, then those bits gathered.
-  static SGTOPK_DEVICE u32 vectors_of(u32 scores) {
-    scores |= scores >> 1;
-    scores |= scores >> 2;
-    u32 vectors = 0u;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) vectors |= ((scores >> (4 * u)) & 1u) << u;
-    return vectors;
-  }
 };
 
 // No marks (register rows, the sampled family's recovery, plans without
@@ -199,7 +187,6 @@ struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch
   template <typename Chunk>
   SGTOPK_DEVICE void record(const Chunk&, u32) const {}
   SGTOPK_DEVICE void clear_own() const {}
-  static SGTOPK_DEVICE u32 vectors_of(u32) { return 0u; }
 };
 
 }  // namespace sgtopk

@@ -284,7 +284,7 @@ struct Refinement {
     // iterations as its busiest lane has candidates (a few), not kCount.
     for (; taken != 0u; taken &= taken - 1u) {
       const int n = __ffs(taken) - 1;
-      admit_at(slot++, chunk.score_at(n), chunk.index(n));
+      admit_at(slot++, chunk.score_again(n), chunk.index(n));
     }
   }
 

@@ -65,6 +65,17 @@ SGTOPK_DEVICE void prefetch_chunk(const float4* body, int vectors, int base) {
   }
 }
 
+// A visitor's `const auto& chunk` without the reference, for its constants
+// in constant expressions.
+template <typename T>
+struct Bare {
+  typedef T type;
+};
+template <typename T>
+struct Bare<const T&> {
+  typedef T type;
+};
+
 // kUnroll float4 of one thread, as a pass visits them: element n = 4u + c
 // is score(n). The chunk kinds below add where each vector lies in the row.
 template <int kUnroll>
@@ -85,6 +96,21 @@ struct VectorSlots {
 #pragma unroll
     for (int k = 1; k < kUnroll; ++k) q = k == u ? v[k] : q;
     return q;
+  }
+  // score(n) for an n known only at run time, likewise. A few selects beat
+  // reading it again: in a loop over a lane's few kept scores each re-read
+  // waited out an L1 round trip (the classification pass's carries: -11% at
+  // 2^20 iid rows from registers; bench/NOTES.md).
+  SGTOPK_DEVICE float score_at(int n) const {
+    const float4 q = vector_at(n >> 2);
+    const int c = n & 3;
+    return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
+  }
+  // v[u]'s highest score; fmaxf passes over NaN, so NaN is highest only in
+  // an all-NaN vector.
+  SGTOPK_DEVICE float vector_max(int u) const {
+    const float4& q = v[u];
+    return fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
   }
   SGTOPK_DEVICE bool is_valid(int n) const { return (valid >> (n >> 2)) & 1u; }
   // Bit n set when score(n) lies in the row. A pass that builds a mask over
@@ -108,10 +134,9 @@ struct VectorChunk : VectorSlots<kUnroll> {
   int slot;    // the thread slot held: threadIdx.x, or a work unit's (for_each_unit)
 
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(first + (n >> 2) * 4 * kThreads + (n & 3)); }
-  // score(n) for an n known only at run time (a register array cannot be
-  // indexed so): read again, from L1 in the common case, since this chunk
-  // was just loaded. For the few scores a pass keeps.
-  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
+  // score(n) read again (from L1 in the common case, the chunk was just
+  // loaded): the sampled certification's admits, measured with it.
+  SGTOPK_DEVICE float score_again(int n) const { return __ldg(row + index(n)); }
 };
 
 // kUnroll vectors of one thread gathered from anywhere in the body
@@ -129,7 +154,6 @@ struct GatheredVectors : VectorSlots<kUnroll> {
     for (int k = 0; k < kUnroll; ++k) f |= static_cast<u32>(first[k]) & (0u - static_cast<u32>(k == (n >> 2)));
     return f + static_cast<u32>(n & 3);
   }
-  SGTOPK_DEVICE float score_at(int n) const { return __ldg(row + index(n)); }
 };
 
 // A row as 16-byte loads see it: `head` scalars up to 16-byte alignment,
@@ -361,6 +385,7 @@ struct RegisterRow {
     for (int k = 0; k < kItems; ++k) found = k == n ? value[k] : found;
     return found;
   }
+  SGTOPK_DEVICE float score_again(int n) const { return score_at(n); }
   SGTOPK_DEVICE u32 index(int n) const { return static_cast<u32>(n * kThreads + static_cast<int>(threadIdx.x)); }
   SGTOPK_DEVICE bool is_valid(int n) const { return static_cast<int>(index(n)) < len; }
   SGTOPK_DEVICE u32 live_mask() const {  // as VectorChunk's

@@ -368,12 +368,13 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   // Both families share the selection state and the frontier layout; the
   // direct family adds its floor marks: 262144 / 4 vectors in chunks of
   // 512 x 8, 4 chunks of 8 bits per word: 4 words per thread; and their
-  // bins, 2 bytes per vector of the first 2 chunks.
+  // bins, 2 bytes per vector of the first 3 chunks.
   ASSERT_EQ(Policy::defaults().direct.loads_in_flight, 8);
   ASSERT_EQ(Policy::defaults().direct.block_threads, 512);
   EXPECT_TRUE(contains(text, "kFloorMarkWords=0\n")) << text;
   EXPECT_TRUE(contains(direct.parameters_text(), "kFloorMarkWords=4\n")) << direct.parameters_text();
-  EXPECT_EQ(plan.dynamic_smem_bytes + 4u * 512u * 4u + 2u * 4096u * 2u, direct.dynamic_smem_bytes);
+  ASSERT_EQ(Policy::defaults().direct.marked_bin_chunks, 3);
+  EXPECT_EQ(plan.dynamic_smem_bytes + 4u * 512u * 4u + 3u * 4096u * 2u, direct.dynamic_smem_bytes);
 }
 
 // The direct family's streamed rows: block_threads x workers_per_sm per SM,
@@ -471,13 +472,13 @@ TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
 
 TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   const Policy d = Policy::defaults();
-  ASSERT_EQ(d.direct.marked_bin_chunks, 2);
+  ASSERT_EQ(d.direct.marked_bin_chunks, 3);
   const auto plan = [](const Policy& policy, int64_t width) {
     return plan_for(2048, width, 0, "sm_90", policy, "direct_exact", 64);
   };
   const auto chunks = [&](const Policy& policy, int64_t width) { return plan(policy, width).constant("kMarkedBinChunks"); };
-  EXPECT_EQ(chunks(d, 131072), "2");
-  EXPECT_EQ(chunks(d, 1 << 20), "2");
+  EXPECT_EQ(chunks(d, 131072), "3");
+  EXPECT_EQ(chunks(d, 1 << 20), "3");
   // No more chunks than the widest row has: 131072 / 4 vectors in chunks of
   // 1024 x 8 (loads_in_flight 4: chunks of 1024 x 4).
   ASSERT_EQ(d.direct.loads_in_flight, 8);
@@ -492,7 +493,7 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   // 2 bytes a vector of each chunk, on top of the marks.
   const Policy none = edited_policy([](Policy& p) { p.direct.marked_bin_chunks = 0; });
   EXPECT_EQ(chunks(none, 131072), "0");
-  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 2u * 1024u * 8u * 2u);
+  EXPECT_EQ(plan(d, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 3u * 1024u * 8u * 2u);
   EXPECT_EQ(plan(sixteen, 131072).dynamic_smem_bytes, plan(none, 131072).dynamic_smem_bytes + 4u * 1024u * 8u * 2u);
   // Where they would not fit beside the rest (16 chunks of 16 KB at 2^20), none.
   EXPECT_EQ(chunks(sixteen, 1 << 20), "0");
