@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -87,4 +87,4 @@ std::string make_manifest(const CacheKeyInputs& in) {
   return m;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 // Bump when the key serialization, the manifest text or the entry file format
 // changes: old entries then simply stop matching.
@@ -43,4 +43,4 @@ CacheKey make_cache_key(const CacheKeyInputs& inputs);
 // and library versions, each option, xxh3-64 of the source and of each header.
 std::string make_manifest(const CacheKeyInputs& inputs);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -16,7 +16,7 @@
 
 #include "runtime/log.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace fs = std::filesystem;
 
@@ -251,4 +251,4 @@ void DiskCache::store(const CacheKey& key, const std::string& manifest, const st
   }
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

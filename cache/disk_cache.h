@@ -27,7 +27,7 @@
 
 #include "cache/cache_key.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 inline constexpr char kCacheEntryExtension[] = ".sgtopkbin";
 
@@ -56,4 +56,4 @@ class DiskCache {
   bool enabled_ = false;
 };
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -4,10 +4,9 @@
 #include <exception>
 
 #include "runtime/error.h"
-#include "runtime/knobs.h"
 #include "runtime/log.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 KernelCache::KernelCache(DiskCache disk) : disk_(std::move(disk)) {}
 
@@ -74,10 +73,4 @@ KernelCache::Stats KernelCache::stats() const {
   return stats_;
 }
 
-KernelCache& global_kernel_cache() {
-  // Never destroyed: kernels may still be requested from threads running at exit.
-  static KernelCache* cache = new KernelCache(DiskCache(knobs().cache_dir, knobs().disable_disk_cache));
-  return *cache;
-}
-
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -15,7 +15,7 @@
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 enum class CacheSource { compiled = 0, memory = 1, disk = 2 };
 
@@ -56,8 +56,4 @@ class KernelCache {
   Stats stats_;
 };
 
-// The process-wide instance, built from knobs() (SGTOPK_CACHE_DIR,
-// SGTOPK_DISABLE_DISK_CACHE) on first use.
-KernelCache& global_kernel_cache();
-
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -12,16 +12,18 @@
 #include "runtime/error.h"
 #include "runtime/launch.h"
 
+namespace detail = sgtopk::detail;
+
 struct sgtopk_plan_s {
   // Shared with the graphs built from it, so destroying the plan first is safe.
-  std::shared_ptr<const sgtopk::CompiledPlan> compiled;
+  std::shared_ptr<const detail::CompiledPlan> compiled;
   std::string parameters;  // backing storage for sgtopk_plan_info strings
   std::string key_hex;
 };
 
 struct sgtopk_graph_s {
-  std::shared_ptr<const sgtopk::CompiledPlan> compiled;  // keeps the kernel and plan alive
-  std::unique_ptr<sgtopk::SelectGraph> graph;
+  std::shared_ptr<const detail::CompiledPlan> compiled;  // keeps the kernel and plan alive
+  std::unique_ptr<detail::SelectGraph> graph;
 };
 
 namespace {
@@ -34,7 +36,7 @@ sgtopk_status guarded(Body&& body) {
     body();
     g_last_error.clear();
     return SGTOPK_OK;
-  } catch (const sgtopk::Error& e) {
+  } catch (const detail::Error& e) {
     g_last_error = e.what();
     return e.status();
   } catch (const std::bad_alloc&) {
@@ -49,15 +51,15 @@ sgtopk_status guarded(Body&& body) {
   }
 }
 
-const sgtopk::CompiledPlan& launchable(const sgtopk::CompiledPlan& c) {
+const detail::CompiledPlan& launchable(const detail::CompiledPlan& c) {
   if (!c.kernel)
-    sgtopk::invalid_argument("this plan was compiled for " + c.plan.arch +
+    detail::invalid_argument("this plan was compiled for " + c.plan.arch +
                              " without a device and cannot launch: compile it with options.device set to a CUDA device");
   return c;
 }
 
-const sgtopk::CompiledPlan& launchable(sgtopk_plan plan) {
-  if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
+const detail::CompiledPlan& launchable(sgtopk_plan plan) {
+  if (plan == nullptr) detail::invalid_argument("plan is NULL");
   return launchable(*plan->compiled);
 }
 
@@ -86,10 +88,10 @@ const char* sgtopk_last_error(void) { return g_last_error.c_str(); }
 sgtopk_status sgtopk_compile(const sgtopk_problem* problem, const sgtopk_compile_options* options,
                              sgtopk_plan* out_plan) {
   return guarded([&] {
-    if (out_plan == nullptr) sgtopk::invalid_argument("out_plan is NULL");
+    if (out_plan == nullptr) detail::invalid_argument("out_plan is NULL");
     *out_plan = nullptr;
     auto handle = std::make_unique<sgtopk_plan_s>();
-    std::shared_ptr<sgtopk::CompiledPlan> compiled = sgtopk::compile_plan(problem, options);
+    std::shared_ptr<detail::CompiledPlan> compiled = detail::compile_plan(problem, options);
     handle->parameters = compiled->plan.parameters_text();
     handle->compiled = std::move(compiled);
     handle->key_hex = handle->compiled->key.hex();
@@ -103,20 +105,20 @@ sgtopk_status sgtopk_plan_destroy(sgtopk_plan plan) {
 
 sgtopk_status sgtopk_workspace_size(sgtopk_plan plan, size_t* bytes) {
   return guarded([&] {
-    if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
-    if (bytes == nullptr) sgtopk::invalid_argument("bytes is NULL");
+    if (plan == nullptr) detail::invalid_argument("plan is NULL");
+    if (bytes == nullptr) detail::invalid_argument("bytes is NULL");
     *bytes = static_cast<size_t>(plan->compiled->plan.workspace_bytes);
   });
 }
 
 sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info* info) {
   return guarded([&] {
-    if (plan == nullptr) sgtopk::invalid_argument("plan is NULL");
-    if (info == nullptr) sgtopk::invalid_argument("info is NULL");
+    if (plan == nullptr) detail::invalid_argument("plan is NULL");
+    if (info == nullptr) detail::invalid_argument("info is NULL");
     if (info->struct_size < sizeof(sgtopk_plan_info))
-      sgtopk::invalid_argument("info.struct_size is " + std::to_string(info->struct_size) +
+      detail::invalid_argument("info.struct_size is " + std::to_string(info->struct_size) +
                                ": initialize it with SGTOPK_PLAN_INFO_INIT");
-    const sgtopk::CompiledPlan& c = *plan->compiled;
+    const detail::CompiledPlan& c = *plan->compiled;
     info->family = c.plan.family.c_str();
     info->parameters = plan->parameters.c_str();
     info->cache_key = plan->key_hex.c_str();
@@ -137,36 +139,36 @@ const char* sgtopk_plan_text(sgtopk_plan plan) { return plan ? plan->compiled->t
 
 sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream) {
   return guarded([&] {
-    const sgtopk::CompiledPlan& c = launchable(plan);
-    const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(c.plan, args, c.own_workspace);
-    sgtopk::launch_select(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
+    const detail::CompiledPlan& c = launchable(plan);
+    const detail::DeviceSelectParams params = detail::make_select_params(c.plan, args, c.own_workspace.address());
+    detail::launch_select(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
   });
 }
 
 sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_graph* out_graph) {
   return guarded([&] {
-    if (out_graph == nullptr) sgtopk::invalid_argument("out_graph is NULL");
+    if (out_graph == nullptr) detail::invalid_argument("out_graph is NULL");
     *out_graph = nullptr;
-    const sgtopk::CompiledPlan& c = launchable(plan);
-    const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(c.plan, args, c.own_workspace);
+    const detail::CompiledPlan& c = launchable(plan);
+    const detail::DeviceSelectParams params = detail::make_select_params(c.plan, args, c.own_workspace.address());
     auto graph = std::make_unique<sgtopk_graph_s>();
     graph->compiled = plan->compiled;
-    graph->graph = std::make_unique<sgtopk::SelectGraph>(*c.kernel, c.plan, params);
+    graph->graph = std::make_unique<detail::SelectGraph>(*c.kernel, c.plan, params);
     *out_graph = graph.release();
   });
 }
 
 sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args) {
   return guarded([&] {
-    if (graph == nullptr) sgtopk::invalid_argument("graph is NULL");
-    const sgtopk::CompiledPlan& c = launchable(*graph->compiled);
-    graph->graph->update(sgtopk::make_select_params(c.plan, args, c.own_workspace));
+    if (graph == nullptr) detail::invalid_argument("graph is NULL");
+    const detail::CompiledPlan& c = launchable(*graph->compiled);
+    graph->graph->update(detail::make_select_params(c.plan, args, c.own_workspace.address()));
   });
 }
 
 sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream) {
   return guarded([&] {
-    if (graph == nullptr) sgtopk::invalid_argument("graph is NULL");
+    if (graph == nullptr) detail::invalid_argument("graph is NULL");
     graph->graph->launch(reinterpret_cast<CUstream>(stream));
   });
 }

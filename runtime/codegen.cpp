@@ -4,7 +4,7 @@
 
 #include "runtime/embedded_templates.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 GeneratedSource generate_source(const Plan& plan) {
   GeneratedSource out;
@@ -39,4 +39,4 @@ GeneratedSource generate_source(const Plan& plan) {
   return out;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

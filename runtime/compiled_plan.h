@@ -1,6 +1,10 @@
-// The whole pipeline behind sgtopk_compile: validate -> policy -> target ->
-// plan -> generate -> cache or NVRTC -> load. Each stage's value is kept, so
-// describe/launch read what was decided without recomputing it.
+// The whole pipeline behind sgtopk_compile, as a chain of values each stage
+// hands the next:
+//   validate_problem -> load_policy -> resolve_target -> make_plan
+//   -> generate_source -> make_compile_request -> get_or_compile
+//   -> load_kernel -> DeviceWorkspace.
+// Each value is kept, so describe and launch read what was decided without
+// recomputing it.
 #pragma once
 
 #include <sgtopk/sgtopk.h>
@@ -10,12 +14,12 @@
 #include <vector>
 
 #include "cache/kernel_cache.h"
-#include "runtime/codegen.h"
 #include "runtime/kernel_module.h"
 #include "runtime/plan.h"
 #include "runtime/target.h"
+#include "runtime/workspace.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 struct CompiledPlan {
   Target target;
@@ -25,7 +29,7 @@ struct CompiledPlan {
   double compile_ms = 0;  // NVRTC time, 0 when served from a cache
   std::shared_ptr<const std::vector<char>> cubin;
   std::shared_ptr<LoadedKernel> kernel;  // null when compile-only
-  uint64_t own_workspace = 0;            // device allocation owned by the plan, or 0
+  DeviceWorkspace own_workspace;         // the plan's own, when asked for
   std::string text;                      // sgtopk_plan_text
 
   CompiledPlan() = default;
@@ -39,10 +43,7 @@ Policy load_policy(const sgtopk_compile_options& options);
 
 std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem, const sgtopk_compile_options* options);
 
-// What the cache key covers for this plan (exposed for tests and the CLI).
-CacheKeyInputs cache_key_inputs(const Plan& plan, const GeneratedSource& source);
-
 // Human-readable plan: problem, family, constants, geometry, cache, policy.
 std::string describe_plan(const CompiledPlan& compiled);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

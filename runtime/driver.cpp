@@ -6,7 +6,7 @@
 
 #include "runtime/error.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -86,4 +86,4 @@ ScopedContext::~ScopedContext() {
   }
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 // Function pointers of the driver entry points sgtopk uses. The names are the
 // versioned symbols that cuda.h's macros would select.
@@ -87,4 +87,4 @@ class ScopedContext {
   bool pushed_ = false;
 };
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 struct EmbeddedHeader {
   const char* name;  // include name, e.g. "sgtopk/keys.cuh"
@@ -12,4 +12,4 @@ struct EmbeddedHeader {
 
 const std::vector<EmbeddedHeader>& embedded_headers();
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

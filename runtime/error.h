@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 class Error : public std::runtime_error {
  public:
@@ -23,4 +23,4 @@ class Error : public std::runtime_error {
   throw Error(SGTOPK_ERROR_INVALID_ARGUMENT, message);
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -8,7 +8,7 @@
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 LoadedKernel::~LoadedKernel() {
   if (module == nullptr) return;
@@ -43,4 +43,4 @@ std::shared_ptr<LoadedKernel> load_kernel(CUcontext context, const std::string& 
   return kernel;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 struct LoadedKernel {
   CUcontext context = nullptr;
@@ -24,4 +24,4 @@ std::shared_ptr<LoadedKernel> load_kernel(CUcontext context, const std::string& 
                                           const std::vector<char>& cubin, const std::string& entry,
                                           unsigned dynamic_smem_bytes);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -59,4 +59,4 @@ void reload_knobs() {
   g_knobs = read_knobs();
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 struct Knob {
   const char* name;
@@ -29,4 +29,4 @@ const Knobs& knobs();
 // Re-read the environment (tests).
 void reload_knobs();
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -8,7 +8,7 @@
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -142,4 +142,4 @@ void SelectGraph::launch(CUstream stream) {
   check_cuda(driver().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -11,7 +11,7 @@
 #include "runtime/kernel_module.h"
 #include "runtime/plan.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 // Host mirror of templates/sgtopk/common.cuh SelectParams.
 struct DeviceSelectParams {
@@ -47,4 +47,4 @@ class SelectGraph {
   CUgraphExec exec_ = nullptr;
 };
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

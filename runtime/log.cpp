@@ -6,7 +6,7 @@
 
 #include "runtime/knobs.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 std::mutex g_log_mutex;
@@ -33,4 +33,4 @@ void log_warning_once(const std::string& topic, const std::string& message) {
   log_warning(message);
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -3,11 +3,11 @@
 
 #include <string>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 void log_warning(const std::string& message);
 void log_info(const std::string& message);
 // Warn once per process for a given topic (e.g. "cache-dir-unwritable").
 void log_warning_once(const std::string& topic, const std::string& message);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

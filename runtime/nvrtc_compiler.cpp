@@ -12,7 +12,7 @@
 #include "runtime/knobs.h"
 #include "runtime/log.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -47,15 +47,6 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
 }
 
 }  // namespace
-
-std::vector<std::string> nvrtc_options(const Plan& plan) {
-  std::vector<std::string> options = {"--gpu-architecture=" + plan.arch, "--std=c++17", "-default-device",
-                                      "-DNDEBUG"};
-  if (plan.policy.compile.line_info) options.push_back("-lineinfo");
-  if (plan.policy.compile.max_registers > 0)
-    options.push_back("--maxrregcount=" + std::to_string(plan.policy.compile.max_registers));
-  return options;
-}
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;
@@ -133,4 +124,4 @@ std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector
   return cubin;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

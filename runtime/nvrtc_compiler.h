@@ -1,20 +1,18 @@
-// Stage 4: NVRTC. Source + named headers + options -> cubin for one target.
+// Stage 5: NVRTC. Source + named headers + options -> cubin for one target.
+// It knows sources and options only; what they are for is decided above it.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "runtime/codegen.h"
+#include "runtime/generated_source.h"
 
-namespace sgtopk {
-
-// The NVRTC options a plan compiles with (part of the cache key).
-std::vector<std::string> nvrtc_options(const Plan& plan);
+namespace sgtopk::detail {
 
 // "13.0"
 std::string nvrtc_version();
 
-// Compiles to a cubin (SASS for plan.arch, no PTX JIT at load). On failure
+// Compiles to a cubin (SASS for `arch`, no PTX JIT at load). On failure
 // writes a self-contained reproduction folder (source, headers, options,
 // log) under SGTOPK_DUMP_DIR and throws SGTOPK_ERROR_COMPILE naming it.
 // `log_out`, when given, receives NVRTC's program log of the successful compile
@@ -26,4 +24,4 @@ std::vector<char> compile_cubin(const GeneratedSource& source, const std::vector
 void write_source_folder(const std::string& dir, const GeneratedSource& source, const std::vector<std::string>& options,
                          const std::string& log);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -11,7 +11,7 @@
 #include "runtime/problem.h"
 #include "runtime/target.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 // Row counters at the start of a persistent family's workspace (kRowClaimsBytes
 // in templates/sgtopk/common.cuh; the generated source checks the two agree).
@@ -43,4 +43,4 @@ const std::vector<std::string>& select_families();
 // Chooses a family (or takes `forced_family`) and its parameters.
 Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family = "");
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

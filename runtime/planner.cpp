@@ -4,10 +4,10 @@
 #include <sstream>
 
 #include "runtime/error.h"
-#include "runtime/sampled_reference.h"
+#include "reference/sampled_route.h"
 #include "runtime/target.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -301,4 +301,4 @@ Plan make_plan(const Problem& problem, const Policy& policy, const Target& targe
   return plan;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -24,7 +24,7 @@
 #include <tuple>
 #include <variant>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 namespace {
 
@@ -837,4 +837,4 @@ void validate_policy(const Policy& policy, const std::string& source_name) {
   report.raise_if_any();
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

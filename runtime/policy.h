@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 // [select.direct] the row-local exact family (also the exact recovery route).
 struct SelectDirectPolicy {
@@ -131,4 +131,4 @@ Policy parse_policy_string(std::string_view toml, const std::string& source_name
 // throws sgtopk::Error with SGTOPK_ERROR_POLICY naming `source_name` and the key.
 void validate_policy(const Policy& policy, const std::string& source_name = "<policy>");
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -5,7 +5,7 @@
 
 #include "runtime/error.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 namespace {
 
 // A C caller may store any int in an enum field, and loading one that names
@@ -69,4 +69,4 @@ std::string to_string(const Problem& p) {
   return s.str();
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 inline constexpr int kMaxK = 8192;
 inline constexpr int64_t kMaxWidth = int64_t{1} << 30;  // indices are int32; lengths are int32
@@ -31,4 +31,4 @@ Problem validate_problem(const sgtopk_problem* problem);
 
 std::string to_string(const Problem& problem);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

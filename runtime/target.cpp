@@ -7,7 +7,7 @@
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 int arch_number(const std::string& arch) {
   size_t digits = 0;
@@ -81,4 +81,4 @@ void release_target(Target& t) {
   t.context = nullptr;
 }
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

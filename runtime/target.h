@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace sgtopk {
+namespace sgtopk::detail {
 
 struct Target {
   std::string arch;      // "sm_90"
@@ -24,4 +24,4 @@ void release_target(Target& target);
 // "sm_90" -> 90; throws on malformed names.
 int arch_number(const std::string& arch);
 
-}  // namespace sgtopk
+}  // namespace sgtopk::detail

@@ -27,14 +27,14 @@
 #include <thread>
 #include <vector>
 
-#include "cache/kernel_cache.h"
+#include "reference/row_families.h"
+#include "reference/sampled_route.h"
+#include "reference/select.h"
+#include "runtime/cached_compile.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/knobs.h"
 #include "runtime/policy.h"
-#include "runtime/reference.h"
-#include "runtime/row_families.h"
-#include "runtime/sampled_reference.h"
 
 namespace {
 
@@ -249,8 +249,8 @@ int cmd_prewarm(int argc, char** argv) {
   }
 
   std::printf("prewarm: %zu plans from %s, %d jobs, cache %s\n", requests.size(), manifest_path.c_str(), jobs,
-              sgtopk::global_kernel_cache().disk().enabled()
-                  ? sgtopk::global_kernel_cache().disk().dir().string().c_str()
+              sgtopk::detail::global_kernel_cache().disk().enabled()
+                  ? sgtopk::detail::global_kernel_cache().disk().dir().string().c_str()
                   : "(memory only)");
   std::atomic<size_t> next{0};
   std::atomic<int> hits{0}, compiled{0}, failed{0};
@@ -292,17 +292,17 @@ int cmd_prewarm(int argc, char** argv) {
 
 int cmd_env() {
   std::printf("sgtopk %s\n\nenvironment variables:\n", sgtopk_version_string());
-  for (const auto& k : sgtopk::all_knobs()) {
+  for (const auto& k : sgtopk::detail::all_knobs()) {
     const char* v = std::getenv(k.name);
     std::printf("  %-26s = %-40s (default %s)\n      %s\n", k.name, v ? v : "(unset)", k.default_text, k.help);
   }
-  const auto& kn = sgtopk::knobs();
+  const auto& kn = sgtopk::detail::knobs();
   std::printf("\neffective:\n  cache dir   %s%s\n  dump dir    %s\n  verbose     %d\n", kn.cache_dir.c_str(),
               kn.disable_disk_cache ? " (disabled)" : "", kn.dump_dir.c_str(), kn.verbose);
   std::string why;
-  if (sgtopk::driver_available(&why)) {
+  if (sgtopk::detail::driver_available(&why)) {
     int version = 0;
-    sgtopk::driver().cuDriverGetVersion(&version);
+    sgtopk::detail::driver().cuDriverGetVersion(&version);
     std::printf("  driver      CUDA %d.%d\n", version / 1000, (version % 1000) / 10);
   } else {
     std::printf("  driver      %s\n", why.c_str());
@@ -315,10 +315,10 @@ int cmd_env() {
 struct DeviceMemory {
   CUdeviceptr ptr = 0;
   explicit DeviceMemory(size_t bytes) {
-    sgtopk::check_cuda(sgtopk::driver().cuMemAlloc(&ptr, std::max<size_t>(bytes, 4)), "cuMemAlloc");
+    sgtopk::detail::check_cuda(sgtopk::detail::driver().cuMemAlloc(&ptr, std::max<size_t>(bytes, 4)), "cuMemAlloc");
   }
   ~DeviceMemory() {
-    if (ptr) sgtopk::driver().cuMemFree(ptr);
+    if (ptr) sgtopk::detail::driver().cuMemFree(ptr);
   }
 };
 
@@ -331,17 +331,17 @@ int cmd_selftest(int argc, char** argv) {
   std::vector<std::string> positional;
   if (!parse_options(argc, argv, 2, &r, &positional, nullptr) || !positional.empty()) return usage();
   std::string why;
-  if (!sgtopk::driver_available(&why)) {
+  if (!sgtopk::detail::driver_available(&why)) {
     std::printf("selftest: skipped: %s\n", why.c_str());
     return 0;
   }
   try {
-    const sgtopk::DriverApi& cu = sgtopk::driver();
+    const sgtopk::detail::DriverApi& cu = sgtopk::detail::driver();
     CUdevice dev;
     CUcontext ctx;
-    sgtopk::check_cuda(cu.cuDeviceGet(&dev, r.device), "cuDeviceGet");
-    sgtopk::check_cuda(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    sgtopk::check_cuda(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    sgtopk::detail::check_cuda(cu.cuDeviceGet(&dev, r.device), "cuDeviceGet");
+    sgtopk::detail::check_cuda(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    sgtopk::detail::check_cuda(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 
     sgtopk_compile_options o = options_for(r);
     o.own_workspace = 1;
@@ -376,12 +376,12 @@ int cmd_selftest(int argc, char** argv) {
     const size_t out_slots = static_cast<size_t>(rows * k);
     DeviceMemory d_scores(scores.size() * 4), d_len(lengths.size() * 4), d_starts(starts.size() * 4),
         d_idx(out_slots * 4), d_val(values ? out_slots * 4 : 4), d_stats(SGTOPK_ROUTE_STAT_SLOTS * 8);
-    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_scores.ptr, scores.data(), scores.size() * 4), "cuMemcpyHtoD");
-    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_len.ptr, lengths.data(), lengths.size() * 4), "cuMemcpyHtoD");
-    sgtopk::check_cuda(cu.cuMemcpyHtoD(d_starts.ptr, starts.data(), starts.size() * 4), "cuMemcpyHtoD");
-    sgtopk::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
-    if (values) sgtopk::check_cuda(cu.cuMemsetD32(d_val.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
-    sgtopk::check_cuda(cu.cuMemsetD8(d_stats.ptr, 0, SGTOPK_ROUTE_STAT_SLOTS * 8), "cuMemsetD8");
+    sgtopk::detail::check_cuda(cu.cuMemcpyHtoD(d_scores.ptr, scores.data(), scores.size() * 4), "cuMemcpyHtoD");
+    sgtopk::detail::check_cuda(cu.cuMemcpyHtoD(d_len.ptr, lengths.data(), lengths.size() * 4), "cuMemcpyHtoD");
+    sgtopk::detail::check_cuda(cu.cuMemcpyHtoD(d_starts.ptr, starts.data(), starts.size() * 4), "cuMemcpyHtoD");
+    sgtopk::detail::check_cuda(cu.cuMemsetD32(d_idx.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
+    if (values) sgtopk::detail::check_cuda(cu.cuMemsetD32(d_val.ptr, 0xdeadbeefu, out_slots), "cuMemsetD32");
+    sgtopk::detail::check_cuda(cu.cuMemsetD8(d_stats.ptr, 0, SGTOPK_ROUTE_STAT_SLOTS * 8), "cuMemsetD8");
 
     sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
     args.scores = d_scores.ptr;
@@ -394,11 +394,11 @@ int cmd_selftest(int argc, char** argv) {
       std::fprintf(stderr, "selftest: launch failed: %s\n", sgtopk_last_error());
       return 1;
     }
-    sgtopk::check_cuda(cu.cuCtxSynchronize(), "kernel");
+    sgtopk::detail::check_cuda(cu.cuCtxSynchronize(), "kernel");
     std::vector<int32_t> indices(out_slots);
     std::vector<float> value_out(values ? out_slots : 0);
-    sgtopk::check_cuda(cu.cuMemcpyDtoH(indices.data(), d_idx.ptr, indices.size() * 4), "cuMemcpyDtoH");
-    if (values) sgtopk::check_cuda(cu.cuMemcpyDtoH(value_out.data(), d_val.ptr, out_slots * 4), "cuMemcpyDtoH");
+    sgtopk::detail::check_cuda(cu.cuMemcpyDtoH(indices.data(), d_idx.ptr, indices.size() * 4), "cuMemcpyDtoH");
+    if (values) sgtopk::detail::check_cuda(cu.cuMemcpyDtoH(value_out.data(), d_val.ptr, out_slots * 4), "cuMemcpyDtoH");
     int bad_rows = 0;
     for (int64_t i = 0; i < rows; ++i) {
       const size_t first_slot = static_cast<size_t>(i * k);
@@ -410,7 +410,7 @@ int cmd_selftest(int argc, char** argv) {
     if (route_stats) {
       // The first launch's routes only: the graph replays below add to the same buffer.
       uint64_t stats[SGTOPK_ROUTE_STAT_SLOTS] = {};
-      sgtopk::check_cuda(cu.cuMemcpyDtoH(stats, d_stats.ptr, sizeof stats), "cuMemcpyDtoH");
+      sgtopk::detail::check_cuda(cu.cuMemcpyDtoH(stats, d_stats.ptr, sizeof stats), "cuMemcpyDtoH");
       std::printf("routes: short=%llu no_view=%llu primary=%llu band=%llu exact=%llu candidates=%llu\n",
                   static_cast<unsigned long long>(stats[SGTOPK_ROUTE_SHORT]),
                   static_cast<unsigned long long>(stats[SGTOPK_ROUTE_NO_VIEW]),
@@ -434,7 +434,7 @@ int cmd_selftest(int argc, char** argv) {
     cu.cuEventRecord(start, nullptr);
     for (int i = 0; i < reps; ++i) sgtopk_graph_launch(graph, nullptr);
     cu.cuEventRecord(stop, nullptr);
-    sgtopk::check_cuda(cu.cuEventSynchronize(stop), "graph replay");
+    sgtopk::detail::check_cuda(cu.cuEventSynchronize(stop), "graph replay");
     float total_ms = 0;
     cu.cuEventElapsedTime(&total_ms, start, stop);
     double bytes = 0;
@@ -543,16 +543,16 @@ int cmd_simulate(int argc, char** argv) {
     return 2;
   }
 
-  sgtopk::Policy policy = sgtopk::Policy::defaults();
+  sgtopk::detail::Policy policy = sgtopk::detail::Policy::defaults();
   if (!r.policy_file.empty()) {
     try {
-      policy = sgtopk::parse_policy_file(r.policy_file);
-    } catch (const sgtopk::Error& e) {
+      policy = sgtopk::detail::parse_policy_file(r.policy_file);
+    } catch (const sgtopk::detail::Error& e) {
       std::fprintf(stderr, "sgtopk: %s\n", e.what());
       return 2;
     }
   }
-  const sgtopk::SelectSampledPolicy& sp = policy.sampled;
+  const sgtopk::detail::SelectSampledPolicy& sp = policy.sampled;
 
   // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
   auto length_of = [&](int64_t i) { return causal ? std::max<int64_t>(0, width - rows + 1 + i) : width; };

@@ -237,18 +237,18 @@ TEST(ApiOptions, AbsurdArchNumberIsAnInvalidArgument) {
 }
 
 TEST(ApiOptions, ArchNumberParsing) {
-  EXPECT_EQ(sgtopk::arch_number("sm_90"), 90);
-  EXPECT_EQ(sgtopk::arch_number("sm_90a"), 90);
-  EXPECT_EQ(sgtopk::arch_number("sm_120"), 120);
-  EXPECT_EQ(sgtopk::arch_number("sm_2147483647"), 2147483647);  // INT_MAX parses; one more does not
+  EXPECT_EQ(sgtopk::detail::arch_number("sm_90"), 90);
+  EXPECT_EQ(sgtopk::detail::arch_number("sm_90a"), 90);
+  EXPECT_EQ(sgtopk::detail::arch_number("sm_120"), 120);
+  EXPECT_EQ(sgtopk::detail::arch_number("sm_2147483647"), 2147483647);  // INT_MAX parses; one more does not
   // "" reaches arch_number only as an empty policy default_arch (an empty
   // options.arch means "the fallback"), so it is checked here directly.
   for (const char* arch : {"", "sm_", "sm_9x", "sm_99999999999", "sm_2147483648", "compute_90", "sm_-90", "sm_ 90"}) {
     SCOPED_TRACE(arch);
     try {
-      (void)sgtopk::arch_number(arch);
+      (void)sgtopk::detail::arch_number(arch);
       ADD_FAILURE() << "accepted";
-    } catch (const sgtopk::Error& e) {
+    } catch (const sgtopk::detail::Error& e) {
       EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
       EXPECT_TRUE(contains(e.what(), std::string("arch '") + arch + "' is invalid")) << e.what();
     }
@@ -459,11 +459,11 @@ TEST(ApiNullHandles, CleanErrors) {
 
 namespace {
 
-sgtopk::Plan plan_with_flags(uint32_t flags) {
+sgtopk::detail::Plan plan_with_flags(uint32_t flags) {
   sgtopk_problem p = good_problem();
   p.flags = flags;
-  const sgtopk::Policy policy = sgtopk::Policy::defaults();
-  return sgtopk::make_plan(sgtopk::validate_problem(&p), policy, sgtopk::resolve_target(-1, "sm_90", "sm_90"));
+  const sgtopk::detail::Policy policy = sgtopk::detail::Policy::defaults();
+  return sgtopk::detail::make_plan(sgtopk::detail::validate_problem(&p), policy, sgtopk::detail::resolve_target(-1, "sm_90", "sm_90"));
 }
 
 sgtopk_select_args good_args() {
@@ -475,12 +475,12 @@ sgtopk_select_args good_args() {
 }
 
 // Expects make_select_params to reject `args` with every needle in the message.
-void expect_args_rejected(const sgtopk::Plan& plan, const sgtopk_select_args& args,
+void expect_args_rejected(const sgtopk::detail::Plan& plan, const sgtopk_select_args& args,
                           const std::vector<std::string>& needles) {
   try {
-    (void)sgtopk::make_select_params(plan, &args, 0);
+    (void)sgtopk::detail::make_select_params(plan, &args, 0);
     ADD_FAILURE() << "args accepted; wanted: " << needles.front();
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
     for (const auto& needle : needles) EXPECT_TRUE(contains(e.what(), needle)) << "message: " << e.what() << "\nwanted: " << needle;
   }
@@ -497,17 +497,17 @@ TEST(ApiSelectArgs, InitMacroCoversRouteStats) {
 }
 
 TEST(ApiSelectArgs, RouteStatsRequiredExactlyWhenTheFlagIsSet) {
-  const sgtopk::Plan without = plan_with_flags(0);
-  const sgtopk::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
+  const sgtopk::detail::Plan without = plan_with_flags(0);
+  const sgtopk::detail::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
   ASSERT_FALSE(without.problem.route_stats);
   ASSERT_TRUE(with.problem.route_stats);
 
   sgtopk_select_args a = good_args();
-  EXPECT_EQ(sgtopk::make_select_params(without, &a, 0).route_stats, 0u);
+  EXPECT_EQ(sgtopk::detail::make_select_params(without, &a, 0).route_stats, 0u);
   expect_args_rejected(with, a, {"args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS"});
 
   a.route_stats = 0x40000;
-  EXPECT_EQ(sgtopk::make_select_params(with, &a, 0).route_stats, 0x40000u);
+  EXPECT_EQ(sgtopk::detail::make_select_params(with, &a, 0).route_stats, 0x40000u);
   expect_args_rejected(without, a, {"args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS"});
 
   for (uint64_t misaligned : {0x40004ull, 0x40001ull}) {
@@ -517,12 +517,12 @@ TEST(ApiSelectArgs, RouteStatsRequiredExactlyWhenTheFlagIsSet) {
 }
 
 TEST(ApiSelectArgs, TheStructBeforeRouteStatsIsStillAccepted) {
-  const sgtopk::Plan without = plan_with_flags(0);
-  const sgtopk::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
+  const sgtopk::detail::Plan without = plan_with_flags(0);
+  const sgtopk::detail::Plan with = plan_with_flags(SGTOPK_ROUTE_STATS);
   sgtopk_select_args a = good_args();
   a.struct_size = static_cast<uint32_t>(offsetof(sgtopk_select_args, route_stats));
   a.route_stats = 0x40004;  // past struct_size: an older caller's garbage, never read
-  const sgtopk::DeviceSelectParams params = sgtopk::make_select_params(without, &a, 0);
+  const sgtopk::detail::DeviceSelectParams params = sgtopk::detail::make_select_params(without, &a, 0);
   EXPECT_EQ(params.route_stats, 0u);
   EXPECT_EQ(params.scores, a.scores);
   EXPECT_EQ(params.indices, a.indices);
@@ -540,19 +540,19 @@ TEST(ApiSelectArgs, TheStructBeforeRouteStatsIsStillAccepted) {
 // it is refused up front (INVALID_ARGUMENT, naming the argument, its address
 // and the alignment). 0 stays "not passed" for the optional ones.
 TEST(ApiSelectArgs, EveryDevicePointerIsCheckedForAlignment) {
-  const sgtopk::Plan plain = plan_with_flags(0);
-  const sgtopk::Plan full = plan_with_flags(SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
+  const sgtopk::detail::Plan plain = plan_with_flags(0);
+  const sgtopk::detail::Plan full = plan_with_flags(SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
 
   sgtopk_select_args ok = good_args();
   ok.lengths = 0x50000;
   ok.live_rows = 0x60000;
-  const sgtopk::DeviceSelectParams plain_params = sgtopk::make_select_params(plain, &ok, 0);
+  const sgtopk::detail::DeviceSelectParams plain_params = sgtopk::detail::make_select_params(plain, &ok, 0);
   EXPECT_EQ(plain_params.lengths, ok.lengths);
   EXPECT_EQ(plain_params.live_rows, ok.live_rows);
   ok.values = 0x70000;
   ok.starts = 0x80000;
   ok.route_stats = 0x90000;
-  const sgtopk::DeviceSelectParams full_params = sgtopk::make_select_params(full, &ok, 0);
+  const sgtopk::detail::DeviceSelectParams full_params = sgtopk::detail::make_select_params(full, &ok, 0);
   EXPECT_EQ(full_params.values, ok.values);
   EXPECT_EQ(full_params.starts, ok.starts);
   // 4-byte aligned but not 8 or 16: enough for the int32/float buffers.
@@ -561,7 +561,7 @@ TEST(ApiSelectArgs, EveryDevicePointerIsCheckedForAlignment) {
   four.live_rows = 0x60004;
   four.values = 0x7000c;
   four.starts = 0x80004;
-  EXPECT_NO_THROW((void)sgtopk::make_select_params(full, &four, 0));
+  EXPECT_NO_THROW((void)sgtopk::detail::make_select_params(full, &four, 0));
 
   struct Field {
     const char* name;
@@ -601,10 +601,10 @@ TEST(ApiSelectArgs, EveryDevicePointerIsCheckedForAlignment) {
 // The review's case: lengths at base + 2 bytes was accepted and the kernel
 // faulted. Now refused, on the plain plan and through the whole check.
 TEST(ApiSelectArgs, MisalignedLengthsIsRefusedBeforeTheLaunch) {
-  const sgtopk::Plan plan = plan_with_flags(0);
+  const sgtopk::detail::Plan plan = plan_with_flags(0);
   sgtopk_select_args a = good_args();
   a.lengths = 0x50002;
   expect_args_rejected(plan, a, {"args.lengths", "0x50002", "4-byte aligned"});
   a.lengths = 0;  // "every row has width"
-  EXPECT_NO_THROW((void)sgtopk::make_select_params(plan, &a, 0));
+  EXPECT_NO_THROW((void)sgtopk::detail::make_select_params(plan, &a, 0));
 }

@@ -28,6 +28,7 @@
 
 namespace fs = std::filesystem;
 using namespace sgtopk;
+using namespace sgtopk::detail;
 using sgtopk::testing::files_under;
 
 namespace {
@@ -261,7 +262,7 @@ TEST_F(CacheTest, EmptyPayloadIsNeverPublished) {
   EXPECT_FALSE(fs::exists(disk.entry_path(key_)));
 
   KernelCache kc(DiskCache(dir_, false));
-  EXPECT_THROW(kc.get_or_compile(key_, manifest_, [] { return std::vector<char>{}; }), sgtopk::Error);
+  EXPECT_THROW(kc.get_or_compile(key_, manifest_, [] { return std::vector<char>{}; }), sgtopk::detail::Error);
   EXPECT_FALSE(fs::exists(disk.entry_path(key_)));
   EXPECT_EQ(kc.stats().failed, 1u);
 }
@@ -571,8 +572,8 @@ TEST_F(CacheTest, ThrowingCompileIsNotCached) {
     ++calls;
     fail(SGTOPK_ERROR_COMPILE, "NVRTC failed: test");
   };
-  EXPECT_THROW(kc.get_or_compile(key_, manifest_, failing), sgtopk::Error);
-  EXPECT_THROW(kc.get_or_compile(key_, manifest_, failing), sgtopk::Error);
+  EXPECT_THROW(kc.get_or_compile(key_, manifest_, failing), sgtopk::detail::Error);
+  EXPECT_THROW(kc.get_or_compile(key_, manifest_, failing), sgtopk::detail::Error);
   EXPECT_EQ(calls, 2) << "a failure must not be remembered";
   EXPECT_FALSE(fs::exists(kc.disk().entry_path(key_)));
   EXPECT_EQ(kc.stats().failed, 2u);

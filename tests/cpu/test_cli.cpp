@@ -397,8 +397,8 @@ TEST_F(CliTest, PrewarmReportsAPlanThatFailsValidation) {
 TEST_F(CliTest, EnvListsEveryKnob) {
   const CliResult r = run("env");
   ASSERT_EQ(r.exit_code, 0) << r.show();
-  ASSERT_FALSE(sgtopk::all_knobs().empty());
-  for (const auto& knob : sgtopk::all_knobs()) EXPECT_TRUE(contains(r.out, knob.name)) << knob.name << "\n" << r.show();
+  ASSERT_FALSE(sgtopk::detail::all_knobs().empty());
+  for (const auto& knob : sgtopk::detail::all_knobs()) EXPECT_TRUE(contains(r.out, knob.name)) << knob.name << "\n" << r.show();
   // The effective cache directory is the one this command was given.
   EXPECT_TRUE(contains(r.out, cache_.string())) << r.show();
 }

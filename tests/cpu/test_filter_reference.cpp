@@ -1,4 +1,4 @@
-// The CPU reference of the filter contract (runtime/filter_reference.h):
+// The CPU reference of the filter contract (reference/filter.h):
 // hand-computed rows for every rule and special value, the ambiguity helper,
 // the output checks, and random rows against an independent brute force.
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/filter_reference.h"
-#include "runtime/reference.h"
+#include "reference/filter.h"
+#include "reference/select.h"
 #include "support/test_support.h"
 
 namespace {

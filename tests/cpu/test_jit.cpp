@@ -27,6 +27,7 @@
 #include "cache/disk_cache.h"
 #include "cache/kernel_cache.h"
 #include "runtime/codegen.h"
+#include "runtime/compile_request.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/embedded_templates.h"
 #include "runtime/error.h"
@@ -40,6 +41,7 @@
 
 namespace fs = std::filesystem;
 using namespace sgtopk;
+using namespace sgtopk::detail;
 
 namespace {
 
@@ -64,7 +66,7 @@ Plan plan_for(int k, int64_t width, uint32_t flags = 0, const std::string& arch 
   return make_plan(problem, policy, target, family);
 }
 
-CacheKey key_of(const Plan& plan) { return make_cache_key(cache_key_inputs(plan, generate_source(plan))); }
+CacheKey key_of(const Plan& plan) { return make_cache_key(make_compile_request(generate_source(plan), plan.arch, plan.policy.compile).key_inputs); }
 
 
 
@@ -631,7 +633,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
 
   const GeneratedSource src = generate_source(plan);
-  const std::vector<std::string> options = nvrtc_options(plan);
+  const std::vector<std::string> options = nvrtc_options(plan.arch, plan.policy.compile);
   std::vector<char> cubin;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -659,8 +661,8 @@ INSTANTIATE_TEST_SUITE_P(JitSm90, JitCompile, ::testing::ValuesIn(jit_variants()
 TEST(JitCacheKey, IdenticalPlansGiveIdenticalInputs) {
   const Plan a = plan_for(2048, 100000, SGTOPK_VALUES);
   const Plan b = plan_for(2048, 100000, SGTOPK_VALUES);
-  const CacheKeyInputs ia = cache_key_inputs(a, generate_source(a));
-  const CacheKeyInputs ib = cache_key_inputs(b, generate_source(b));
+  const CacheKeyInputs ia = make_compile_request(generate_source(a), a.arch, a.policy.compile).key_inputs;
+  const CacheKeyInputs ib = make_compile_request(generate_source(b), b.arch, b.policy.compile).key_inputs;
   EXPECT_EQ(ia.source, ib.source);
   EXPECT_EQ(ia.headers, ib.headers);
   EXPECT_EQ(ia.options, ib.options);

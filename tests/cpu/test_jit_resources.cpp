@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/codegen.h"
+#include "runtime/compile_request.h"
 #include "runtime/error.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/plan.h"
@@ -24,6 +25,7 @@
 #include "runtime/target.h"
 
 using namespace sgtopk;
+using namespace sgtopk::detail;
 
 namespace {
 
@@ -142,7 +144,7 @@ Plan plan_for(const SpillCase& c) {
 
 // Compiles the plan as the library does, with ptxas's report on; returns the NVRTC log.
 std::string compile_with_ptxas_report(const Plan& plan, const std::string& tag) {
-  std::vector<std::string> options = nvrtc_options(plan);
+  std::vector<std::string> options = nvrtc_options(plan.arch, plan.policy.compile);
   options.push_back("--ptxas-options=-v");
   std::string log;
   const std::vector<char> cubin = compile_cubin(generate_source(plan), options, plan.arch, tag, &log);

@@ -32,7 +32,7 @@ class TempCacheEnvironment : public ::testing::Environment {
   void SetUp() override {
     std::error_code ec;
     fs::create_directories(root_, ec);
-    sgtopk::reload_knobs();
+    sgtopk::detail::reload_knobs();
   }
 
   void TearDown() override {

@@ -12,6 +12,7 @@
 #include "runtime/target.h"
 
 using namespace sgtopk;
+using namespace sgtopk::detail;
 
 namespace {
 

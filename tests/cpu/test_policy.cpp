@@ -16,7 +16,7 @@ namespace {
 
 using sgtopk::testing::read_text;
 
-using sgtopk::Policy;
+using sgtopk::detail::Policy;
 
 const std::string kSource = "test.toml";
 
@@ -41,10 +41,10 @@ struct TempFile {
 std::string expect_error(const std::string& toml, std::initializer_list<std::string> parts,
                          const Policy& base = Policy::defaults()) {
   try {
-    (void)sgtopk::parse_policy_string(toml, kSource, base);
+    (void)sgtopk::detail::parse_policy_string(toml, kSource, base);
     ADD_FAILURE() << "no error for:\n" << toml;
     return {};
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY) << e.what();
     const std::string msg = e.what();
     for (const std::string& part : parts) EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
@@ -71,20 +71,20 @@ TEST(Policy, DefaultsAreThePapersConstantsButTheViewAndTheStreamedRows) {
   EXPECT_EQ(p.dispatch.sampled_min_rows_per_sm, 1);
   EXPECT_EQ(p.split.split_counts, (std::vector<int>{2, 4, 8}));
   EXPECT_EQ(p.compile.default_arch, "sm_90");
-  EXPECT_NO_THROW(sgtopk::validate_policy(p));
+  EXPECT_NO_THROW(sgtopk::detail::validate_policy(p));
 }
 
 TEST(Policy, DefaultsRoundTrip) {
   const Policy d = Policy::defaults();
   const std::string text = d.to_toml();
-  EXPECT_EQ(sgtopk::parse_policy_string(text), d);
+  EXPECT_EQ(sgtopk::detail::parse_policy_string(text), d);
   // Every section and key appears.
   for (const char* part : {"[select.direct]", "[select.sampled]", "[select.split]", "[select.dispatch]", "[filter]",
                            "[compile]", "stride_wide = 32", "view_block = 16", "primary_margin = 1.5", "secondary_margin = 1.75",
                            "split_counts = [2, 4, 8]", "default_arch = \"sm_90\"", "line_info = false"})
     EXPECT_NE(text.find(part), std::string::npos) << part;
   // An empty document keeps every value of the base.
-  EXPECT_EQ(sgtopk::parse_policy_string(""), d);
+  EXPECT_EQ(sgtopk::detail::parse_policy_string(""), d);
 }
 
 TEST(Policy, NonDefaultRoundTrip) {
@@ -100,7 +100,7 @@ TEST(Policy, NonDefaultRoundTrip) {
   p.compile.max_registers = 128;
   p.compile.line_info = true;
   const std::string text = p.to_toml();
-  EXPECT_EQ(sgtopk::parse_policy_string(text), p) << text;
+  EXPECT_EQ(sgtopk::detail::parse_policy_string(text), p) << text;
   EXPECT_NE(text.find("Differs from the compiled-in defaults in: select.direct.items_per_thread"), std::string::npos)
       << text;
   EXPECT_NE(text.find("(default: 16)"), std::string::npos) << text;
@@ -117,13 +117,13 @@ TEST(Policy, DefaultTomlFileIsTheDefaults) {
     ADD_FAILURE() << path << " differs from Policy::defaults().to_toml(); the expected text is in " << fresh
                   << "\n(cp " << fresh << " " << path << ")";
   }
-  EXPECT_EQ(sgtopk::parse_policy_file(path), Policy::defaults());
+  EXPECT_EQ(sgtopk::detail::parse_policy_file(path), Policy::defaults());
   EXPECT_NE(actual.find("mirrors Policy::defaults()"), std::string::npos);
   EXPECT_NE(actual.find("`sgtopk plan`"), std::string::npos);
 }
 
 TEST(Policy, OverlayOfOneKey) {
-  const Policy p = sgtopk::parse_policy_string("[select.sampled]\nstride_wide = 256\n");
+  const Policy p = sgtopk::detail::parse_policy_string("[select.sampled]\nstride_wide = 256\n");
   Policy expected = Policy::defaults();
   expected.sampled.stride_wide = 256;
   EXPECT_EQ(p, expected);
@@ -132,7 +132,7 @@ TEST(Policy, OverlayOfOneKey) {
   Policy base = Policy::defaults();
   base.direct.block_threads = 256;
   base.split.split_counts = {2, 16};
-  const Policy q = sgtopk::parse_policy_string("filter.pivot_iterations = 12\n", kSource, base);
+  const Policy q = sgtopk::detail::parse_policy_string("filter.pivot_iterations = 12\n", kSource, base);
   Policy want = base;
   want.filter.pivot_iterations = 12;
   EXPECT_EQ(q, want);
@@ -140,7 +140,7 @@ TEST(Policy, OverlayOfOneKey) {
 
 TEST(Policy, SampledWorkersAndDispatchRowsPerSm) {
   // Both keys, at their bounds; select.direct.workers_per_sm is a separate key.
-  const Policy p = sgtopk::parse_policy_string(
+  const Policy p = sgtopk::detail::parse_policy_string(
       "[select.sampled]\nworkers_per_sm = 8\n[select.dispatch]\nsampled_min_rows_per_sm = 64\n");
   Policy expected = Policy::defaults();
   expected.sampled.workers_per_sm = 8;
@@ -148,12 +148,12 @@ TEST(Policy, SampledWorkersAndDispatchRowsPerSm) {
   EXPECT_EQ(p, expected);
   EXPECT_EQ(p.direct.workers_per_sm, Policy::defaults().direct.workers_per_sm);
 
-  const Policy low = sgtopk::parse_policy_string("select.sampled.workers_per_sm = 1\nselect.dispatch.sampled_min_rows_per_sm = 0\n");
+  const Policy low = sgtopk::detail::parse_policy_string("select.sampled.workers_per_sm = 1\nselect.dispatch.sampled_min_rows_per_sm = 0\n");
   EXPECT_EQ(low.sampled.workers_per_sm, 1);
   EXPECT_EQ(low.dispatch.sampled_min_rows_per_sm, 0);
 
   // They round-trip, and appear in their sections of the TOML.
-  EXPECT_EQ(sgtopk::parse_policy_string(p.to_toml()), p);
+  EXPECT_EQ(sgtopk::detail::parse_policy_string(p.to_toml()), p);
   const std::string text = Policy::defaults().to_toml();
   const size_t sampled = text.find("[select.sampled]"), split = text.find("[select.split]");
   const size_t dispatch = text.find("[select.dispatch]"), filter = text.find("[filter]");
@@ -164,14 +164,14 @@ TEST(Policy, SampledWorkersAndDispatchRowsPerSm) {
 }
 
 TEST(Policy, IntegersAreAcceptedForDoubleKeys) {
-  const Policy p = sgtopk::parse_policy_string("[select.sampled]\nprimary_margin = 2\nsecondary_margin = 3\n");
+  const Policy p = sgtopk::detail::parse_policy_string("[select.sampled]\nprimary_margin = 2\nsecondary_margin = 3\n");
   EXPECT_EQ(p.sampled.primary_margin, 2.0);
   EXPECT_EQ(p.sampled.secondary_margin, 3.0);
 }
 
 TEST(Policy, ParseFromFile) {
   TempFile f("[compile]\nline_info = true\nmax_registers = 64\n");
-  const Policy p = sgtopk::parse_policy_file(f.path.string());
+  const Policy p = sgtopk::detail::parse_policy_file(f.path.string());
   EXPECT_TRUE(p.compile.line_info);
   EXPECT_EQ(p.compile.max_registers, 64);
 }
@@ -186,9 +186,9 @@ TEST(PolicyErrors, SyntaxError) {
 TEST(PolicyErrors, SyntaxErrorInFileNamesThePath) {
   TempFile f("# a comment\n\n[select.sampled]\nstride_wide = = 3\n");
   try {
-    (void)sgtopk::parse_policy_file(f.path.string());
+    (void)sgtopk::detail::parse_policy_file(f.path.string());
     ADD_FAILURE() << "no error";
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
     EXPECT_NE(std::string(e.what()).find(f.path.string() + ":4:"), std::string::npos) << e.what();
   }
@@ -296,18 +296,18 @@ TEST(PolicyErrors, AllErrorsReportedInSourceOrder) {
 TEST(PolicyErrors, MissingFile) {
   const std::string path = "/nonexistent/sgtopk/policy.toml";
   try {
-    (void)sgtopk::parse_policy_file(path);
+    (void)sgtopk::detail::parse_policy_file(path);
     ADD_FAILURE() << "no error";
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
     const std::string msg = e.what();
     EXPECT_NE(msg.find(path), std::string::npos) << msg;
     EXPECT_NE(msg.find("No such file"), std::string::npos) << msg;
   }
   try {
-    (void)sgtopk::parse_policy_file(std::filesystem::temp_directory_path().string());
+    (void)sgtopk::detail::parse_policy_file(std::filesystem::temp_directory_path().string());
     ADD_FAILURE() << "no error for a directory";
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
     EXPECT_NE(std::string(e.what()).find("directory"), std::string::npos) << e.what();
   }
@@ -330,9 +330,9 @@ TEST(PolicyErrors, InvalidBaseOrBuiltPolicy) {
   Policy bad = Policy::defaults();
   bad.sampled.stride_narrow = 0;
   try {
-    sgtopk::validate_policy(bad, "<built>");
+    sgtopk::detail::validate_policy(bad, "<built>");
     ADD_FAILURE() << "no error";
-  } catch (const sgtopk::Error& e) {
+  } catch (const sgtopk::detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
     EXPECT_NE(std::string(e.what()).find("<built>: select.sampled.stride_narrow = 0 is out of range"), std::string::npos)
         << e.what();

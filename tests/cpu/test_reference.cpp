@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/reference.h"
+#include "reference/select.h"
 #include "support/test_support.h"
 
 namespace {

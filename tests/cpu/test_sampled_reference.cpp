@@ -1,4 +1,4 @@
-// The sampled route's reference decisions (runtime/sampled_reference.h):
+// The sampled route's reference decisions (reference/sampled_route.h):
 // sample ranks, phases, the proposal scan, hand-built rows that force each
 // route, and lemma 4.1 (a certified admitted set contains the top-k) over
 // every row family.
@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/reference.h"
-#include "runtime/sampled_reference.h"
+#include "reference/select.h"
+#include "reference/sampled_route.h"
 #include "support/test_support.h"
 
 namespace {
 
 using namespace sgtopk::reference;
-using sgtopk::SelectSampledPolicy;
+using sgtopk::detail::SelectSampledPolicy;
 using sgtopk::testing::RowFamily;
 
 // A policy with one stride for every row length and the paper's strided view

@@ -1,5 +1,5 @@
 // The device keys (templates/sgtopk/keys.cuh) against the host reference
-// (runtime/reference.h), bit for bit (label `gpu`): ordered_key and
+// (reference/select.h), bit for bit (label `gpu`): ordered_key and
 // coarse_key (alone and in packed pairs) on every bin edge, its neighbours and the special values, and
 // coarse_bin_lower_endpoint (search and closed form) for all 2048 bins. The two sides are separate
 // implementations; every select family's exactness rests on their agreeing.
@@ -21,6 +21,7 @@
 #include "support/test_support.h"
 
 namespace sgtopk::testing {
+using namespace sgtopk::detail;
 namespace {
 
 constexpr const char* kProbeSource = R"(

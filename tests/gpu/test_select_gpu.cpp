@@ -13,10 +13,11 @@
 
 #include "runtime/driver.h"
 #include "runtime/policy.h"
-#include "runtime/sampled_reference.h"
+#include "reference/sampled_route.h"
 #include "support/test_support.h"
 
 namespace sgtopk::testing {
+using namespace sgtopk::detail;
 namespace {
 
 struct Case {

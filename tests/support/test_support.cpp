@@ -11,6 +11,7 @@
 #include "runtime/error.h"
 
 namespace sgtopk::testing {
+using namespace sgtopk::detail;
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/reference.h"
-#include "runtime/row_families.h"
+#include "reference/select.h"
+#include "reference/row_families.h"
 
 namespace sgtopk::testing {
 
@@ -54,7 +54,7 @@ class SeededRng {
 
 // --------------------------------------------------------- row families ----
 
-// The generators live in the library (runtime/row_families.h) so that
+// The generators live in the library (reference/row_families.h) so that
 // `sgtopk simulate` can use them too; re-exported here for the tests.
 // Small text helpers the CPU tests share.
 bool contains(const std::string& haystack, const std::string& needle);
@@ -82,7 +82,7 @@ std::string gpu_skip_reason();
   } while (0)
 
 // Device 0's primary context, retained once per process (never released) and
-// made current on the calling thread by every call. Throws sgtopk::Error when
+// made current on the calling thread by every call. Throws sgtopk::detail::Error when
 // there is no driver.
 CUcontext test_context();
 

@@ -1,4 +1,4 @@
-#include "runtime/filter_reference.h"
+#include "reference/filter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "runtime/reference.h"
+#include "reference/select.h"
 
 namespace sgtopk::reference {
 

@@ -11,60 +11,21 @@
 #include <cstdint>
 
 #include "runtime/policy.h"
+#include "runtime/sampled_view.h"
 
 namespace sgtopk::reference {
 
-// The stride a plan uses in place of `stride` for rank k: unchanged unless
-// policy.min_sample_rank > 0, then the largest s <= stride whose primary rank
-// ceil(primary_margin * k / s) reaches min_sample_rank (at least 1). Small K
-// would otherwise propose from a handful of samples (K = 256 at s = 128:
-// q0 = 3) and recover often.
-int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy);
-
-// The view block b a plan uses for rank k: policy.view_block, halved while
-// b > 1 and the primary rank q0 (the smaller of the two stride classes')
-// spans fewer than policy.min_view_blocks blocks (0: never). Scores in one
-// block are neighbours, hence correlated on real rows: what certifies a
-// proposal is the number of blocks above it, not of samples.
-int view_block_for_rank(int k, const SelectSampledPolicy& policy);
-
-// View stride s of a row of length `len` for rank k: stride_wide when
-// len >= wide_row_threshold, else stride_narrow; then stride_for_rank.
-int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
-
-// Phase a_r in [0, stride) of the view i = a_r, a_r + s, a_r + 2s, ... < len.
-// It varies with the row so that a periodic structure in the scores cannot
-// hide from every row's view at once:
-//   a_r = (uint32_t)((row_id * 0x9E3779B97F4A7C15) mod 2^64 >> 40) % stride
-// (Fibonacci hashing: the top 24 bits of the 64-bit product, then mod s). The
-// GPU kernel uses the same formula with the same row id (the row's index in
-// the launch). stride <= 1 gives 0.
-uint32_t sample_phase(uint64_t row_id, int stride);
-
-// The view with blocks of b consecutive scores (view_block_for_rank; the
-// paper's view is b = 1): view element j sits at
-//   a_r * b + (j / b) * (s * b) + j % b,
-// so the density stays 1/s and the sample ranks do not change, but a GPU
-// gathers b neighbours at once (b = 8: one 32-byte sector instead of eight).
-// view_position takes the phase already scaled (a_r * b); view_size counts
-// the positions below len.
-int64_t view_position(int64_t j, uint32_t phase, int stride, int block);
-int64_t view_size(int64_t len, uint32_t phase, int stride, int block);
-
-// Sample rank q = ceil(margin * k / stride): the view count whose boundary is
-// proposed. Computed in long double, and a quotient within a relative 1e-12
-// of an integer counts as that integer, so margins written in decimal
-// (1.5 * 2048 / 128 = 24, 1.75 * 2048 / 64 = 56, 1.1 * 1000 / 10 = 110) are
-// not bumped by one by the rounding of the double margin. k <= 0 or
-// stride <= 0 gives 0. The host computes q0 and q1 and hands them to the
-// kernel, so the GPU never repeats this arithmetic.
-int64_t sample_rank(double margin, int k, int stride);
-
-// The fine proposal's trigger (step 1a of decide_sampled_route): a row
-// sharpens its boundaries when the view holds at least this many samples in
-// tau0's bin and above; sample_rank(fine_proposal_excess * primary_margin,
-// k, stride), at least 1, or 0 when policy.fine_proposal_excess is 0 (off).
-int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy);
+// The view arithmetic is the planner's (runtime/sampled_view.h): the
+// reference decides routes with the very functions that specialize the kernel.
+using detail::fine_proposal_trigger;
+using detail::sample_phase;
+using detail::sample_rank;
+using detail::sample_stride;
+using detail::SelectSampledPolicy;
+using detail::stride_for_rank;
+using detail::view_block_for_rank;
+using detail::view_position;
+using detail::view_size;
 
 // Which route one row takes, and the counts behind the decision.
 struct SampledDecision {

@@ -1,9 +1,9 @@
 // The row families (see row_families.h). Every generator draws only from the
 // given std::mt19937_64 through portable arithmetic (no std::*_distribution),
 // so a seed gives the same row on every standard library.
-#include "runtime/row_families.h"
+#include "reference/row_families.h"
 
-#include "runtime/reference.h"
+#include "reference/select.h"
 
 #include <algorithm>
 #include <cmath>

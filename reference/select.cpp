@@ -1,4 +1,4 @@
-#include "runtime/reference.h"
+#include "reference/select.h"
 
 #include <algorithm>
 #include <cmath>

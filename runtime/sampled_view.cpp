@@ -1,0 +1,62 @@
+#include "runtime/sampled_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sgtopk::detail {
+
+int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy) {
+  if (policy.min_sample_rank <= 0) return stride;
+  int s = stride;
+  while (s > 1 && sample_rank(policy.primary_margin, k, s) < policy.min_sample_rank) --s;
+  return s;
+}
+
+int view_block_for_rank(int k, const SelectSampledPolicy& policy) {
+  int block = policy.view_block;
+  if (policy.min_view_blocks <= 0) return block;
+  const int64_t q0 = std::min(sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_wide, k, policy)),
+                              sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_narrow, k, policy)));
+  while (block > 1 && q0 < int64_t{policy.min_view_blocks} * block) block /= 2;
+  return block;
+}
+
+int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy) {
+  return stride_for_rank(len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow, k, policy);
+}
+
+uint32_t sample_phase(uint64_t row_id, int stride) {
+  if (stride <= 1) return 0;
+  const uint32_t hash = static_cast<uint32_t>((row_id * 0x9E3779B97F4A7C15ull) >> 40);
+  return hash % static_cast<uint32_t>(stride);
+}
+
+int64_t view_position(int64_t j, uint32_t phase, int stride, int block) {
+  return static_cast<int64_t>(phase) + j / block * (static_cast<int64_t>(stride) * block) + j % block;
+}
+
+int64_t view_size(int64_t len, uint32_t phase, int stride, int block) {
+  if (len <= static_cast<int64_t>(phase) || stride <= 0 || block <= 0) return 0;
+  const int64_t span = static_cast<int64_t>(stride) * block;
+  const int64_t blocks = (len - 1 - phase) / span + 1;  // blocks that start below len
+  const int64_t last_start = phase + (blocks - 1) * span;
+  return (blocks - 1) * block + std::min<int64_t>(block, len - last_start);
+}
+
+int64_t sample_rank(double margin, int k, int stride) {
+  if (k <= 0 || stride <= 0) return 0;
+  const long double q = static_cast<long double>(margin) * k / stride;
+  // A decimal margin is not exact in binary: 1.1 * 1000 / 10 comes out as
+  // 110.00000000000000888. Snap quotients that are an integer up to that
+  // rounding, so the rank is not bumped by one.
+  const long double nearest = std::nearbyint(q);
+  if (std::fabs(q - nearest) <= 1e-12L * std::max(1.0L, std::fabs(q))) return static_cast<int64_t>(nearest);
+  return static_cast<int64_t>(std::ceil(q));
+}
+
+int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy) {
+  if (policy.fine_proposal_excess == 0.0) return 0;
+  return std::max<int64_t>(1, sample_rank(policy.fine_proposal_excess * policy.primary_margin, k, stride));
+}
+
+}  // namespace sgtopk::detail
