@@ -22,7 +22,7 @@ import os
 
 __all__ = [
     "SgtopkError", "Library", "Plan", "Graph", "load", "compile", "select_args",
-    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "ROUTE_STAT_NAMES", "OP_SELECT", "OP_FILTER", "F32",
+    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "OP_SELECT", "OP_FILTER", "F32",
 ]
 
 # --- constants (sgtopk.h) ---------------------------------------------------
@@ -39,9 +39,6 @@ SGTOPK_VALUES = 1 << 0
 SGTOPK_SORTED = 1 << 1
 SGTOPK_STARTS = 1 << 2
 SGTOPK_ROUTE_STATS = 1 << 3
-# Slots of the route statistics buffer (uint64 each), as in sgtopk.h.
-ROUTE_STAT_NAMES = ["short", "no_view", "primary", "band", "exact", "candidates",
-                    "cycles_proposal", "cycles_certification", "cycles_recovery", "cycles_refinement"]
 FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
 
 
@@ -183,6 +180,8 @@ class Library:
         d.sgtopk_version_string.restype = ctypes.c_char_p
         d.sgtopk_status_string.argtypes = [ctypes.c_int]
         d.sgtopk_status_string.restype = ctypes.c_char_p
+        d.sgtopk_route_stat_name.argtypes = [ctypes.c_int]
+        d.sgtopk_route_stat_name.restype = ctypes.c_char_p
         d.sgtopk_last_error.argtypes = []
         d.sgtopk_last_error.restype = ctypes.c_char_p
         d.sgtopk_compile.argtypes = [ctypes.POINTER(Problem), ctypes.POINTER(CompileOptions), ctypes.POINTER(P)]
@@ -208,6 +207,13 @@ class Library:
 
     def version(self):
         return _str(self.dll.sgtopk_version_string())
+
+    def route_stat_names(self):
+        """The slots of the route statistics buffer (uint64 each), as the library names them."""
+        names = []
+        while (name := self.dll.sgtopk_route_stat_name(len(names))) is not None:
+            names.append(_str(name))
+        return names
 
     def last_error(self):
         return _str(self.dll.sgtopk_last_error()) or ""

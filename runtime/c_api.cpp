@@ -83,6 +83,16 @@ const char* sgtopk_status_string(sgtopk_status status) {
   return "unknown status";
 }
 
+const char* sgtopk_route_stat_name(int slot) {
+  static const char* const names[] = {
+#define SGTOPK_ROUTE_STAT(slot_name, name, text) text,
+#include <sgtopk/route_stats.def>
+#undef SGTOPK_ROUTE_STAT
+  };
+  static_assert(sizeof(names) / sizeof(names[0]) == SGTOPK_ROUTE_STAT_SLOTS, "one name per slot");
+  return slot >= 0 && slot < SGTOPK_ROUTE_STAT_SLOTS ? names[slot] : nullptr;
+}
+
 const char* sgtopk_last_error(void) { return g_last_error.c_str(); }
 
 sgtopk_status sgtopk_compile(const sgtopk_problem* problem, const sgtopk_compile_options* options,

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "runtime/embedded_templates.h"
+#include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
 
@@ -17,20 +18,16 @@ GeneratedSource generate_source(const Plan& plan) {
     << "// family " << plan.family << ", target " << plan.arch << "\n"
     << "#include \"" << plan.agent_header << "\"\n\n"
     << "struct Config {\n";
-  for (const auto& [name, value] : plan.constants) {
-    const bool is_bool = value == "true" || value == "false";
-    const bool is_wide = value.size() > 2 && value.substr(value.size() - 2) == "ll";
-    s << "  static constexpr " << (is_bool ? "bool" : is_wide ? "long long" : "int") << " " << name << " = " << value
-      << ";\n";
-  }
+  for (const auto& [name, value] : plan.config.entries())
+    s << "  static constexpr " << KernelConfig::type_name(value) << " " << name << " = "
+      << KernelConfig::value_text(value) << ";\n";
   s << "};\n\n"
-    << "static_assert(sizeof(sgtopk::SelectParams) == 72, \"host and device disagree on SelectParams\");\n"
+    // Host and NVRTC read one declaration (abi.h); these catch a layout the
+    // two compilers would lay out differently.
+    << "static_assert(sizeof(sgtopk::SelectParams) == " << sizeof(sgtopk::SelectParams)
+    << ", \"host and device lay out SelectParams differently\");\n"
     << "static_assert(" << plan.agent << "<Config>::kSharedBytes == " << plan.dynamic_smem_bytes
-    << "u, \"host and device disagree on the shared-memory size\");\n"
-    << "static_assert(sgtopk::kRowClaimsBytes == " << kRowClaimsBytes << "u, \"host and device disagree on the row counters\");\n"
-    << "static_assert(sgtopk::kRouteCandidates == " << SGTOPK_ROUTE_CANDIDATES
-    << " && sgtopk::kCyclesRefinement == " << SGTOPK_CYCLES_REFINEMENT << " && sgtopk::kRouteStatSlots == "
-    << SGTOPK_ROUTE_STAT_SLOTS << ", \"sgtopk.h and common.cuh disagree on the route statistics\");\n\n"
+    << "u, \"host and device disagree on the shared-memory size\");\n\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") " << plan.entry
     << "(const sgtopk::SelectParams params) {\n"
     << "  " << plan.agent << "<Config>::run(params);\n"

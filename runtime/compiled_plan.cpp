@@ -84,7 +84,8 @@ std::string describe_plan(const CompiledPlan& c) {
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
     << "compile:   " << c.compile_ms << " ms" << (c.kernel ? ", load " + std::to_string(c.kernel->load_ms) + " ms" : "") << "\n"
     << "constants:\n";
-  for (const auto& [name, value] : p.constants) s << "  " << name << " = " << value << "\n";
+  for (const auto& [name, value] : p.config.entries())
+    s << "  " << name << " = " << KernelConfig::value_text(value) << "\n";
   s << "policy:\n" << p.policy.to_toml();
   return s.str();
 }

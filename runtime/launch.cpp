@@ -60,10 +60,17 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
   if (!plan.problem.route_stats && route_stats != 0)
     invalid_argument("args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS");
   check_aligned("route_stats", route_stats, 8);
-  return DeviceSelectParams{args->scores,    args->lengths, args->starts,
-                            args->live_rows, args->indices, args->values,
-                            workspace,       static_cast<uint64_t>(plan.problem.rows),
-                            route_stats};
+  DeviceSelectParams params{};
+  params.scores = reinterpret_cast<const float*>(args->scores);
+  params.lengths = reinterpret_cast<const int*>(args->lengths);
+  params.starts = reinterpret_cast<const int*>(args->starts);
+  params.live_rows = reinterpret_cast<const int*>(args->live_rows);
+  params.indices = reinterpret_cast<int*>(args->indices);
+  params.values = reinterpret_cast<float*>(args->values);
+  params.workspace = reinterpret_cast<void*>(workspace);
+  params.rows = static_cast<unsigned long long>(plan.problem.rows);
+  params.route_stats = reinterpret_cast<unsigned long long*>(route_stats);
+  return params;
 }
 
 namespace {

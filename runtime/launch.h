@@ -9,15 +9,13 @@
 #include <cstdint>
 
 #include "runtime/kernel_module.h"
+#include "templates/sgtopk/abi.h"
 #include "runtime/plan.h"
 
 namespace sgtopk::detail {
 
-// Host mirror of templates/sgtopk/common.cuh SelectParams.
-struct DeviceSelectParams {
-  uint64_t scores, lengths, starts, live_rows, indices, values, workspace, rows, route_stats;
-};
-static_assert(sizeof(DeviceSelectParams) == 72, "must match SelectParams in common.cuh");
+// The kernel's parameters, as declared for both sides in templates/sgtopk/abi.h.
+using DeviceSelectParams = sgtopk::SelectParams;
 
 // Checks the caller's pointers against the plan (in the caller's terms) and
 // packs them. `own_workspace` is used when args->workspace is 0.

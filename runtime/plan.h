@@ -7,15 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/kernel_config.h"
 #include "runtime/policy.h"
 #include "runtime/problem.h"
 #include "runtime/target.h"
 
 namespace sgtopk::detail {
-
-// Row counters at the start of a persistent family's workspace (kRowClaimsBytes
-// in templates/sgtopk/common.cuh; the generated source checks the two agree).
-inline constexpr uint64_t kRowClaimsBytes = 256;
 
 struct Plan {
   Problem problem;
@@ -26,19 +23,20 @@ struct Plan {
   std::string agent;        // the agent type in it, instantiated with the Config
   std::string entry;        // extern "C" kernel name
   // The specialization constants, in order; they become the generated Config.
-  std::vector<std::pair<std::string, std::string>> constants;
+  KernelConfig config;
   unsigned grid = 0, block = 0;
   unsigned min_blocks_per_sm = 1;  // __launch_bounds__ occupancy hint: the persistent workers per SM
   unsigned dynamic_smem_bytes = 0;
   uint64_t workspace_bytes = 0;
 
-  const std::string& constant(const std::string& name) const;
+  // A constant as the generated source spells it ("true", "2048").
+  std::string constant(const std::string& name) const { return config.text(name); }
   // "name=value" lines, for sgtopk_plan_info and `sgtopk plan`.
   std::string parameters_text() const;
 };
 
-// The kernel families the planner can emit, by name.
-const std::vector<std::string>& select_families();
+// The kernel families the planner can emit, by name (runtime/families/families.h).
+std::vector<std::string> select_families();
 
 // Chooses a family (or takes `forced_family`) and its parameters.
 Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family = "");

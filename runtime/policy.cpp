@@ -171,189 +171,54 @@ Field boolean(std::string_view name, Ref<bool> ref, std::string_view comment) {
   return {name, BoolSpec{ref}, comment};
 }
 
-#define SGTOPK_MEMBER(path) +[](Policy& p) -> auto& { return p.path; }
 
 constexpr int64_t kMaxWidth = int64_t{1} << 40;
 constexpr bool kPow2 = true;
+
+// One field per knob of policy.h's lists; `member` names the Policy member
+// holding the section.
+#define SGTOPK_FIELD(member, kind, name, value, range, comment) SGTOPK_FIELD_##kind(member, name, range, comment),
+#define SGTOPK_REF(member, name) +[](Policy& p) -> auto& { return p.member.name; }
+#define SGTOPK_FIELD_INT(member, name, range, comment) integer(#name, SGTOPK_REF(member, name), IntRule{SGTOPK_UNPAREN range}, comment)
+#define SGTOPK_FIELD_WIDE SGTOPK_FIELD_INT
+#define SGTOPK_FIELD_REAL(member, name, range, comment) real(#name, SGTOPK_REF(member, name), SGTOPK_UNPAREN range, comment)
+#define SGTOPK_FIELD_BOOL(member, name, range, comment) boolean(#name, SGTOPK_REF(member, name), comment)
+#define SGTOPK_FIELD_ARCH(member, name, range, comment) \
+  Field{#name, StringSpec{SGTOPK_REF(member, name), is_arch_name, "sm_[0-9]+a?"}, comment}
+#define SGTOPK_LIST_RULE(each, max_entries) IntRule{SGTOPK_UNPAREN each}, max_entries
+#define SGTOPK_FIELD_LIST(member, name, range, comment) \
+  Field{#name, IntListSpec{SGTOPK_REF(member, name), SGTOPK_LIST_RULE range}, comment}
+#define SGTOPK_FIELD_DIRECT(...) SGTOPK_FIELD(direct, __VA_ARGS__)
+#define SGTOPK_FIELD_SAMPLED(...) SGTOPK_FIELD(sampled, __VA_ARGS__)
+#define SGTOPK_FIELD_SPLIT(...) SGTOPK_FIELD(split, __VA_ARGS__)
+#define SGTOPK_FIELD_DISPATCH(...) SGTOPK_FIELD(dispatch, __VA_ARGS__)
+#define SGTOPK_FIELD_FILTER(...) SGTOPK_FIELD(filter, __VA_ARGS__)
+#define SGTOPK_FIELD_COMPILE(...) SGTOPK_FIELD(compile, __VA_ARGS__)
 
 const std::vector<Section>& sections() {
   static const std::vector<Section> table = {
       {"select.direct",
        "Row-local exact family: one CTA owns a row, builds the exact coarse boundary and refines the\n"
        "frontier (paper 5.5, row-local exact). Also the exact recovery route of the sampled family.",
-       {
-           integer("block_threads", SGTOPK_MEMBER(direct.block_threads), {128, 1024, kPow2},
-                   "threads per row-local CTA for streamed rows (paper: 1024; two of 512 per SM measured\n"
-                   "faster: a chunk of the histogram pass is half as long, so a floor comes after fewer\n"
-                   "scores, and one CTA streams while the other refines; bench/NOTES.md)"),
-           integer("workers_per_sm", SGTOPK_MEMBER(direct.workers_per_sm), {1, 8},
-                   "persistent worker CTAs per SM for streamed rows"),
-           integer("register_block_threads", SGTOPK_MEMBER(direct.register_block_threads), {128, 1024, kPow2},
-                   "threads per CTA for rows kept in registers, with as many threads per SM as\n"
-                   "block_threads x workers_per_sm (at least one CTA)"),
-           integer("items_per_thread", SGTOPK_MEMBER(direct.items_per_thread), {1, 32},
-                   "scores per thread kept in registers: rows with width <= register_block_threads *\n"
-                   "items_per_thread use the register-resident short-row body"),
-           integer("frontier_shared_capacity", SGTOPK_MEMBER(direct.frontier_shared_capacity), {256, 16384},
-                   "frontier entries kept in shared memory"),
-           integer("frontier_global_capacity", SGTOPK_MEMBER(direct.frontier_global_capacity),
-                   {0, int64_t{1} << 24},
-                   "frontier entries per worker CTA in its global workspace slice; a larger frontier\n"
-                   "is refined by re-reading the row instead"),
-           integer("vector_bytes", SGTOPK_MEMBER(direct.vector_bytes), {4, 16, kPow2},
-                   "widest score load in bytes (16: float4 body after a scalar head; 4 and 8: scalar loads for now)"),
-           integer("loads_in_flight", SGTOPK_MEMBER(direct.loads_in_flight), {1, 8},
-                   "16-byte loads each thread issues before classifying the first (this family's passes;\n"
-                   "the sampled family has its own)"),
-           boolean("prefetch_next_chunk", SGTOPK_MEMBER(direct.prefetch_next_chunk),
-                   "issue the next chunk's loads before classifying this one (double buffer; measured slower, bench/NOTES.md)"),
-           integer("prefetch_l2_chunks", SGTOPK_MEMBER(direct.prefetch_l2_chunks), {0, 4},
-                   "0: off; else every streamed pass that reads whole chunks (both families; not the\n"
-                   "direct family's marked classification pass) asks L2 for the chunk that many ahead\n"
-                   "(prefetch.global.L2; measured neutral to slower, bench/NOTES.md)"),
-           boolean("endpoint_classification", SGTOPK_MEMBER(direct.endpoint_classification),
-                   "the classification pass compares scores with the boundary bin's FP32 endpoints\n"
-                   "instead of computing coarse keys: two comparisons per score (bench/NOTES.md)"),
-           boolean("aggregate_histogram", SGTOPK_MEMBER(direct.aggregate_histogram),
-                   "histogram updates aggregated per warp (one shared atomic per distinct bin)"),
-           integer("small_group", SGTOPK_MEMBER(direct.small_group), {0, 1024},
-                   "refinement finishes a carried group of at most this many candidates in one step, each\n"
-                   "counting the candidates that outrank it, instead of more radix rounds (0: radix rounds\n"
-                   "to the end; capped by the block's threads and the frontier capacity; the sampled family\n"
-                   "has its own). Off here: neutral for this family, and without it 8 loads in flight\n"
-                   "compile without spills (bench/NOTES.md)"),
-           boolean("histogram_backward", SGTOPK_MEMBER(direct.histogram_backward),
-                   "the exact route's histogram pass walks the row from its end to its start, so the\n"
-                   "classification pass (from the start) begins on the bytes still in L2: up to one\n"
-                   "L2 share (~0.45 MB per worker on an H200) of the second read (measured 4% faster, bench/NOTES.md)"),
-           boolean("floor_marks", SGTOPK_MEMBER(direct.floor_marks),
-                   "the direct family's histogram pass marks, per thread, the 16-byte vectors holding a score\n"
-                   "at or above its rising floor, and the classification pass reads only those; shared memory:\n"
-                   "a bit per thread and load of each block-wide chunk (32 KB at width 2^20, 1024 threads);\n"
-                   "off where that does not fit, for register rows, and in the sampled family's recovery"),
-           integer("sparse_vectors", SGTOPK_MEMBER(direct.sparse_vectors), {0, 8},
-                   "with floor marks: a warp whose lanes each hold at most this many marked vectors of a\n"
-                   "chunk takes verdicts on those vectors only, one at a time, instead of on every slot\n"
-                   "of the chunk unrolled (0: always every slot)"),
-           boolean("gather_marked", SGTOPK_MEMBER(direct.gather_marked),
-                   "with floor marks: the classification pass gathers each thread's marked vectors\n"
-                   "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n"
-                   "and waiting out a memory latency per chunk for a few vectors (bench/NOTES.md)"),
-           integer("marked_bin_chunks", SGTOPK_MEMBER(direct.marked_bin_chunks), {0, 16},
-                   "with floor marks: for this many block-wide chunks the histogram pass reads first, it\n"
-                   "also keeps each marked vector's highest coarse bin (2 bytes of shared memory per\n"
-                   "vector: 16 KB a chunk at 1024 threads x 8 loads), and the classification pass reads\n"
-                   "only those reaching the final boundary bin: the floor is low early in a row and\n"
-                   "marks many more there (0: off; bench/NOTES.md)"),
-           integer("gather_batch", SGTOPK_MEMBER(direct.gather_batch), {0, 8},
-                   "with gathered marks: vectors each thread loads per batch before using the first\n"
-                   "(0: loads_in_flight)"),
-           boolean("work_units", SGTOPK_MEMBER(direct.work_units),
-                   "the exact route's histogram pass (both families) hands out warp-sized work units at run\n"
-                   "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n"
-                   "warp holds the block at the barrier after it; with 16-byte loads, without\n"
-                   "prefetch_next_chunk and prefetch_l2_chunks (bench/NOTES.md)"),
-           boolean("raise_at_claim", SGTOPK_MEMBER(direct.raise_at_claim),
-                   "with work units, the floor is raised by the warp that takes a chunk's last unit\n"
-                   "(about when every warp has counted its unit of the chunk before), before its loads,\n"
-                   "instead of after one visit of each chunk: the rest of the chunk meets a floor from\n"
-                   "the whole chunk before it (bench/NOTES.md)"),
-           integer("raises_per_chunk", SGTOPK_MEMBER(direct.raises_per_chunk), {1, 32},
-                   "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n"
-                   "spaced, the last unit's always (rounded down to a power of two, at most the block's\n"
-                   "warps; bench/NOTES.md)"),
-       }},
+       {SGTOPK_POLICY_SELECT_DIRECT(SGTOPK_FIELD_DIRECT)}},
       {"select.sampled",
        "Persistent sampled family: a stride-s view proposes a coarse boundary, one full pass certifies\n"
        "the candidate set, refinement runs on the frontier only (paper 4, 5.5).",
-       {
-           integer("block_threads", SGTOPK_MEMBER(sampled.block_threads), {128, 1024, kPow2},
-                   "threads per persistent CTA"),
-           integer("stride_wide", SGTOPK_MEMBER(sampled.stride_wide), {1, 4096},
-                   "view stride s for rows of at least wide_row_threshold elements (paper: 128)"),
-           integer("stride_narrow", SGTOPK_MEMBER(sampled.stride_narrow), {1, 4096},
-                   "view stride s for narrower rows (paper: 64)"),
-           integer("wide_row_threshold", SGTOPK_MEMBER(sampled.wide_row_threshold), {1, kMaxWidth},
-                   "rows at least this wide use stride_wide"),
-           real("primary_margin", SGTOPK_MEMBER(sampled.primary_margin), 1.0, 8.0,
-                "rho0: the proposal targets rank ceil(rho0 * K) (paper: 1.5)"),
-           real("secondary_margin", SGTOPK_MEMBER(sampled.secondary_margin), 1.0, 8.0,
-                "rho1 >= rho0: the band's target rank on underfill (paper: 1.75)"),
-           integer("workers_per_sm", SGTOPK_MEMBER(sampled.workers_per_sm), {1, 8},
-                   "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter"),
-           integer("view_loads_in_flight", SGTOPK_MEMBER(sampled.view_loads_in_flight), {1, 16},
-                   "view samples each thread gathers before counting the first (the proposal's loads in flight)"),
-           integer("loads_in_flight", SGTOPK_MEMBER(sampled.loads_in_flight), {1, 8},
-                   "16-byte loads each thread issues before using the first in the certification pass, the\n"
-                   "band pass and the exact recovery route (the direct family has its own)"),
-           integer("small_group", SGTOPK_MEMBER(sampled.small_group), {0, 1024},
-                   "refinement (the sampled family's) finishes a carried group of at most this many\n"
-                   "candidates in one step, each counting the candidates that outrank it (0: radix rounds\n"
-                   "to the end; capped as the direct family's)"),
-           integer("view_block", SGTOPK_MEMBER(sampled.view_block), {1, 32, kPow2},
-                   "consecutive scores the view takes per block: b scores every b * s positions (the same\n"
-                   "density 1/s; paper: 1). Blocks of 16 at stride 32 (the default): half the DRAM sectors\n"
-                   "of stride 128 for 4x its samples, enough that correlated neighbours do not underfill\n"
-                   "(measured 10% faster than the paper's view, bench/NOTES.md)"),
-           integer("min_sample_rank", SGTOPK_MEMBER(sampled.min_sample_rank), {0, 4096},
-                   "0: off; else both strides shrink (at plan time, from K) until the primary sample rank\n"
-                   "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)"),
-           integer("min_view_blocks", SGTOPK_MEMBER(sampled.min_view_blocks), {0, 64},
-                   "0: off; else view_block halves (at plan time, from K) until the primary sample rank q0\n"
-                   "spans at least this many blocks: neighbours in a block are correlated, so small K\n"
-                   "needs smaller blocks (K = 256 with blocks of 16: 14% of indexer rows recovered exactly)"),
-           real("fine_proposal_excess", SGTOPK_MEMBER(sampled.fine_proposal_excess), 0.0, 64.0,
-                "0: off; else the fine proposal, for a row whose view holds at least ceil(excess *\n"
-                "primary_margin * K / s) samples in tau0's bin and above (its coarse boundary would admit\n"
-                "about excess times the targeted candidates; up to 1: every row): each boundary rises from\n"
-                "its coarse bin's lowest number to that of the 1/1024th of the bin holding its sample rank\n"
-                "(a second look at the view). 1M uniform rows: 16.6 K -> about 3 K candidates. Refines\n"
-                "ALGORITHM.md's proposal by coarse bins (bench/NOTES.md)"),
-       }},
+       {SGTOPK_POLICY_SELECT_SAMPLED(SGTOPK_FIELD_SAMPLED)}},
       {"select.split",
        "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"
        "Reserved: no split family exists yet; the keys are parsed and checked, nothing reads them.",
-       {
-           {"split_counts", IntListSpec{SGTOPK_MEMBER(split.split_counts), {1, 64}, 16},
-            "CTAs per row the planner may choose from (paper: 2, 4, 8)"},
-           integer("min_width", SGTOPK_MEMBER(split.min_width), {1, kMaxWidth}, "rows narrower than this are never split"),
-           integer("max_rows_per_sm", SGTOPK_MEMBER(split.max_rows_per_sm), {1, 64},
-                   "split only while rows <= max_rows_per_sm * SMs"),
-       }},
+       {SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_FIELD_SPLIT)}},
       {"select.dispatch",
        "Which family the planner picks for a shape.",
-       {
-           integer("sampled_min_width", SGTOPK_MEMBER(dispatch.sampled_min_width), {0, kMaxWidth},
-                   "narrower rows use the direct family (sampling does not pay)"),
-           integer("sampled_min_rows_per_sm", SGTOPK_MEMBER(dispatch.sampled_min_rows_per_sm), {0, 64},
-                   "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU)"),
-           integer("cluster_max_rows", SGTOPK_MEMBER(dispatch.cluster_max_rows), {0, int64_t{1} << 20},
-                   "at most this many rows use the cluster mapping (0: never); reserved: no cluster family yet"),
-           integer("cluster_size", SGTOPK_MEMBER(dispatch.cluster_size), {1, 16}, "CTAs per cluster (reserved: no cluster family yet)"),
-       }},
+       {SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_FIELD_DISPATCH)}},
       {"filter",
        "Top-k / top-p filter (Qrita: Gaussian outlier cutoff, quaternary pivot search).\n"
        "Reserved: the filter kernels do not exist yet (its CPU reference does); nothing reads these keys.",
-       {
-           integer("block_threads", SGTOPK_MEMBER(filter.block_threads), {128, 1024, kPow2}, "threads per CTA"),
-           integer("sample_size", SGTOPK_MEMBER(filter.sample_size), {32, 65536},
-                   "values sampled for the Gaussian cutoff"),
-           real("sigma_cutoff", SGTOPK_MEMBER(filter.sigma_cutoff), 0.0, 10.0,
-                "outlier threshold in standard deviations above the sample mean"),
-           integer("pivot_iterations", SGTOPK_MEMBER(filter.pivot_iterations), {1, 64},
-                   "quaternary pivot search rounds"),
-       }},
+       {SGTOPK_POLICY_FILTER(SGTOPK_FIELD_FILTER)}},
       {"compile",
        "NVRTC compilation of the generated kernels.",
-       {
-           {"default_arch", StringSpec{SGTOPK_MEMBER(compile.default_arch), is_arch_name, "sm_[0-9]+a?"},
-            "architecture compiled for when none is named"},
-           integer("max_registers", SGTOPK_MEMBER(compile.max_registers), {16, 255, false, true},
-                   "register cap per thread (--maxrregcount); 0: the compiler's choice"),
-           boolean("fast_compile", SGTOPK_MEMBER(compile.fast_compile),
-                   "reserved: favour compile time over kernel speed"),
-           boolean("line_info", SGTOPK_MEMBER(compile.line_info), "compile with -lineinfo"),
-       }},
+       {SGTOPK_POLICY_COMPILE(SGTOPK_FIELD_COMPILE)}},
   };
   return table;
 }
@@ -366,7 +231,6 @@ const std::vector<Consistency>& consistency_rules() {
   return rules;
 }
 
-#undef SGTOPK_MEMBER
 
 std::string dotted(const Section& s, const Field& f) { return std::string(s.name) + "." + std::string(f.name); }
 
@@ -762,8 +626,8 @@ std::string Policy::to_toml() const {
       "# inconsistent values are errors.\n";
   if (changed.empty())
     out +=
-        "# These are the compiled-in defaults: configs/default.toml mirrors Policy::defaults() and is\n"
-        "# generated from it (a test checks that the two agree).\n";
+        "# These are the compiled-in defaults (`sgtopk policy` prints them; the build writes them to\n"
+        "# default.toml, installed in share/sgtopk).\n";
   else
     out += "# Differs from the compiled-in defaults in: " + join(changed) + ".\n";
 

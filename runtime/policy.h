@@ -1,14 +1,20 @@
 // The policy: every tunable of the planner and the kernel templates, in one
 // place (ARCHITECTURE.md, "one source of truth for constants").
 //
-// Each constant lives in exactly one spot: the member initializer below. Its
-// TOML key, bounds and one-line comment live in one row of the field table in
-// policy.cpp, which drives the parser, the range checks and to_toml().
-// configs/default.toml is Policy::defaults().to_toml(), byte for byte.
+// Each knob is declared once, in one line of the lists below: its kind, name
+// (the TOML key), compiled-in default, allowed range and comment. The lists
+// expand into the structs here and into the table in policy.cpp that drives
+// the parser, the range checks and to_toml(), so a new knob is one X(...)
+// line here plus its use. `sgtopk policy` prints the defaults as TOML.
+//
+// Kinds: INT (int; range (lo, hi[, power_of_two[, zero_allowed]])), WIDE
+// (int64_t, the same), REAL (double; (lo, hi)), BOOL, ARCH (an "sm_NN[a]"
+// name), LIST (ascending ints; ((lo, hi), max_entries)).
 //
 // The constants follow the HPC-Ops Top-K paper (seeds/000, sections 4-5):
 // stride 64/128, margins 1.5K/1.75K, split counts 2/4/8, a 512-thread
-// persistent CTA, a 1024-thread row-local exact CTA.
+// persistent CTA, a 1024-thread row-local exact CTA; where a default departs
+// from the paper its comment names the decision record.
 #pragma once
 
 #include <cstdint>
@@ -16,87 +22,209 @@
 #include <string_view>
 #include <vector>
 
-namespace sgtopk::detail {
+#define SGTOPK_UNPAREN(...) __VA_ARGS__
 
 // [select.direct] the row-local exact family (also the exact recovery route).
-struct SelectDirectPolicy {
-  int block_threads = 512;               // streamed rows: power of two, 128..1024
-  int workers_per_sm = 2;                // streamed rows: persistent worker CTAs per SM, 1..8
-  int register_block_threads = 1024;     // rows kept in registers: power of two, 128..1024
-  int items_per_thread = 16;             // rows with width <= register_block_threads * items_per_thread stay in registers; 1..32
-  int frontier_shared_capacity = 4096;   // frontier entries kept in shared memory, 256..16384
-  int frontier_global_capacity = 16384;  // frontier entries per worker CTA in the global workspace slice, 0..2^24;
-                                         // a larger frontier is refined by re-reading the row instead
-  int vector_bytes = 16;                 // widest load: 4, 8 or 16 (8 loads scalars for now)
-  int loads_in_flight = 8;               // 16-byte loads each thread issues before using the first, 1..8
-  bool prefetch_next_chunk = false;      // issue the next chunk's loads before classifying this one (measured slower)
-  int prefetch_l2_chunks = 0;            // 0: off; else chunks ahead each thread asks L2 to fetch, 0..4
-  bool endpoint_classification = true;   // classification pass compares with FP32 bin endpoints, not coarse keys
-  bool aggregate_histogram = false;      // one shared atomic per distinct bin per warp (__match_any_sync)
-  bool histogram_backward = true;        // the exact route's histogram pass walks the row from its end (L2 reuse)
-  bool floor_marks = true;               // the classification pass reads only what passed the histogram pass's floor
-  int sparse_vectors = 2;                // with floor marks: lanes with at most this many marked vectors classify only those, 0..8
-  bool gather_marked = true;             // with floor marks: the classification pass loads the marked vectors across chunks
-  int marked_bin_chunks = 3;             // with floor marks: first chunks read whose marked vectors keep their highest bin, 0..16
-  int gather_batch = 4;                  // vectors per thread per gathered batch, 0..8 (0: loads_in_flight)
-  bool work_units = true;                // the histogram pass hands warp-sized units to whichever warp is free
-  bool raise_at_claim = true;            // with work units: a chunk's last unit claimed raises the floor first
-  int raises_per_chunk = 2;              // with raise_at_claim: claims of a chunk's units that raise, 1..32
-  int small_group = 0;                   // refinement finishes a carried group this small by counting ranks, 0..1024
-  bool operator==(const SelectDirectPolicy&) const = default;
-};
+#define SGTOPK_POLICY_SELECT_DIRECT(X) \
+  X(INT, block_threads, 512, (128, 1024, kPow2), \
+    "threads per row-local CTA for streamed rows (paper: 1024; two of 512 per SM measured\n" \
+    "faster: a chunk of the histogram pass is half as long, so a floor comes after fewer\n" \
+    "scores, and one CTA streams while the other refines; docs/decisions/2026-12-01-direct-two-ctas-per-sm.md)") \
+  X(INT, workers_per_sm, 2, (1, 8), \
+    "persistent worker CTAs per SM for streamed rows") \
+  X(INT, register_block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA for rows kept in registers, with as many threads per SM as\n" \
+    "block_threads x workers_per_sm (at least one CTA)") \
+  X(INT, items_per_thread, 16, (1, 32), \
+    "scores per thread kept in registers: rows with width <= register_block_threads *\n" \
+    "items_per_thread use the register-resident short-row body") \
+  X(INT, frontier_shared_capacity, 4096, (256, 16384), \
+    "frontier entries kept in shared memory") \
+  X(INT, frontier_global_capacity, 16384, (0, int64_t{1} << 24), \
+    "frontier entries per worker CTA in its global workspace slice; a larger frontier\n" \
+    "is refined by re-reading the row instead") \
+  X(INT, vector_bytes, 16, (4, 16, kPow2), \
+    "widest score load in bytes (16: float4 body after a scalar head; 4 and 8: scalar loads for now)") \
+  X(INT, loads_in_flight, 8, (1, 8), \
+    "16-byte loads each thread issues before classifying the first (this family's passes;\n" \
+    "the sampled family has its own)") \
+  X(BOOL, prefetch_next_chunk, false, (), \
+    "issue the next chunk's loads before classifying this one (double buffer; measured slower, docs/decisions/2026-11-30-direct-prefetch-knobs-off.md)") \
+  X(INT, prefetch_l2_chunks, 0, (0, 4), \
+    "0: off; else every streamed pass that reads whole chunks (both families; not the\n" \
+    "direct family's marked classification pass) asks L2 for the chunk that many ahead\n" \
+    "(prefetch.global.L2; measured neutral to slower, docs/decisions/2026-11-30-direct-prefetch-knobs-off.md)") \
+  X(BOOL, endpoint_classification, true, (), \
+    "the classification pass compares scores with the boundary bin's FP32 endpoints\n" \
+    "instead of computing coarse keys: two comparisons per score (docs/decisions/2026-11-30-direct-endpoint-classification.md)") \
+  X(BOOL, aggregate_histogram, false, (), \
+    "histogram updates aggregated per warp (one shared atomic per distinct bin)") \
+  X(BOOL, histogram_backward, true, (), \
+    "the exact route's histogram pass walks the row from its end to its start, so the\n" \
+    "classification pass (from the start) begins on the bytes still in L2: up to one\n" \
+    "L2 share (~0.45 MB per worker on an H200) of the second read (measured 4% faster, docs/decisions/2026-11-30-direct-histogram-backward.md)") \
+  X(BOOL, floor_marks, true, (), \
+    "the direct family's histogram pass marks, per thread, the 16-byte vectors holding a score\n" \
+    "at or above its rising floor, and the classification pass reads only those; shared memory:\n" \
+    "a bit per thread and load of each block-wide chunk (32 KB at width 2^20, 1024 threads);\n" \
+    "off where that does not fit, for register rows, and in the sampled family's recovery") \
+  X(INT, sparse_vectors, 2, (0, 8), \
+    "with floor marks: a warp whose lanes each hold at most this many marked vectors of a\n" \
+    "chunk takes verdicts on those vectors only, one at a time, instead of on every slot\n" \
+    "of the chunk unrolled (0: always every slot)") \
+  X(BOOL, gather_marked, true, (), \
+    "with floor marks: the classification pass gathers each thread's marked vectors\n" \
+    "loads_in_flight at a time across chunks, instead of visiting the row chunk by chunk\n" \
+    "and waiting out a memory latency per chunk for a few vectors (docs/decisions/2026-11-30-direct-gather-marked.md)") \
+  X(INT, marked_bin_chunks, 3, (0, 16), \
+    "with floor marks: for this many block-wide chunks the histogram pass reads first, it\n" \
+    "also keeps each marked vector's highest coarse bin (2 bytes of shared memory per\n" \
+    "vector: 16 KB a chunk at 1024 threads x 8 loads), and the classification pass reads\n" \
+    "only those reaching the final boundary bin: the floor is low early in a row and\n" \
+    "marks many more there (0: off; docs/decisions/2026-11-30-direct-marked-bins.md)") \
+  X(INT, gather_batch, 4, (0, 8), \
+    "with gathered marks: vectors each thread loads per batch before using the first\n" \
+    "(0: loads_in_flight)") \
+  X(BOOL, work_units, true, (), \
+    "the exact route's histogram pass (both families) hands out warp-sized work units at run\n" \
+    "time to whichever warp is free, instead of a fixed slice of every chunk per warp, so no\n" \
+    "warp holds the block at the barrier after it; with 16-byte loads, without\n" \
+    "prefetch_next_chunk and prefetch_l2_chunks (docs/decisions/2026-11-30-direct-work-units.md)") \
+  X(BOOL, raise_at_claim, true, (), \
+    "with work units, the floor is raised by the warp that takes a chunk's last unit\n" \
+    "(about when every warp has counted its unit of the chunk before), before its loads,\n" \
+    "instead of after one visit of each chunk: the rest of the chunk meets a floor from\n" \
+    "the whole chunk before it (docs/decisions/2026-12-01-direct-raise-at-claim.md)") \
+  X(INT, raises_per_chunk, 2, (1, 32), \
+    "with raise_at_claim: how many claims of each chunk's units raise the floor, evenly\n" \
+    "spaced, the last unit's always (rounded down to a power of two, at most the block's\n" \
+    "warps; docs/decisions/2026-12-01-direct-two-ctas-per-sm.md)") \
+  X(INT, small_group, 0, (0, 1024), \
+    "refinement finishes a carried group of at most this many candidates in one step, each\n" \
+    "counting the candidates that outrank it, instead of more radix rounds (0: radix rounds\n" \
+    "to the end; capped by the block's threads and the frontier capacity; the sampled family\n" \
+    "has its own). Off here: neutral for this family, and without it 8 loads in flight\n" \
+    "compile without spills (docs/decisions/2026-12-01-direct-eight-loads-in-flight.md)")
 
 // [select.sampled] the persistent sampled family (proposal, certification, refinement).
-struct SelectSampledPolicy {
-  int block_threads = 512;               // power of two, 128..1024
-  int stride_wide = 32;                  // view stride s for wide rows, 1..4096 (the paper: 128)
-  int stride_narrow = 32;                // view stride s for narrower rows, 1..4096 (the paper: 64)
-  int64_t wide_row_threshold = 131072;   // rows at least this wide use stride_wide
-  double primary_margin = 1.5;           // rho0, 1.0..8.0
-  double secondary_margin = 1.75;        // rho1, primary_margin..8.0
-  int workers_per_sm = 2;                // persistent worker CTAs per SM, 1..8
-  int view_loads_in_flight = 8;          // view samples each thread gathers before counting the first, 1..16
-  int loads_in_flight = 4;               // 16-byte loads per thread in flight in the full-row passes, 1..8
-  int small_group = 64;                  // refinement finishes a carried group this small by counting ranks, 0..1024
-  int view_block = 16;                   // consecutive scores per view block (the view density stays 1/s), 1..32 (the paper: 1)
-  int min_sample_rank = 0;               // 0: off; else strides shrink until q0 = ceil(rho0*K/s) >= it, 0..4096
-  int min_view_blocks = 4;               // 0: off; else view_block halves until q0 >= it * block, 0..64
-  double fine_proposal_excess = 2.0;     // 0: off; else rows whose coarse tau0 would admit this many times rho0*K sharpen
-  bool operator==(const SelectSampledPolicy&) const = default;
-};
+#define SGTOPK_POLICY_SELECT_SAMPLED(X) \
+  X(INT, block_threads, 512, (128, 1024, kPow2), \
+    "threads per persistent CTA") \
+  X(INT, stride_wide, 32, (1, 4096), \
+    "view stride s for rows of at least wide_row_threshold elements (paper: 128)") \
+  X(INT, stride_narrow, 32, (1, 4096), \
+    "view stride s for narrower rows (paper: 64)") \
+  X(WIDE, wide_row_threshold, 131072, (1, kMaxWidth), \
+    "rows at least this wide use stride_wide") \
+  X(REAL, primary_margin, 1.5, (1.0, 8.0), \
+    "rho0: the proposal targets rank ceil(rho0 * K) (paper: 1.5)") \
+  X(REAL, secondary_margin, 1.75, (1.0, 8.0), \
+    "rho1 >= rho0: the band's target rank on underfill (paper: 1.75)") \
+  X(INT, workers_per_sm, 2, (1, 8), \
+    "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter") \
+  X(INT, view_loads_in_flight, 8, (1, 16), \
+    "view samples each thread gathers before counting the first (the proposal's loads in flight)") \
+  X(INT, loads_in_flight, 4, (1, 8), \
+    "16-byte loads each thread issues before using the first in the certification pass, the\n" \
+    "band pass and the exact recovery route (the direct family has its own)") \
+  X(INT, small_group, 64, (0, 1024), \
+    "refinement (the sampled family's) finishes a carried group of at most this many\n" \
+    "candidates in one step, each counting the candidates that outrank it (0: radix rounds\n" \
+    "to the end; capped as the direct family's)") \
+  X(INT, view_block, 16, (1, 32, kPow2), \
+    "consecutive scores the view takes per block: b scores every b * s positions (the same\n" \
+    "density 1/s; paper: 1). Blocks of 16 at stride 32 (the default): half the DRAM sectors\n" \
+    "of stride 128 for 4x its samples, enough that correlated neighbours do not underfill\n" \
+    "(measured 10% faster than the paper's view, docs/decisions/2026-11-30-sampled-blocked-view.md)") \
+  X(INT, min_sample_rank, 0, (0, 4096), \
+    "0: off; else both strides shrink (at plan time, from K) until the primary sample rank\n" \
+    "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)") \
+  X(INT, min_view_blocks, 4, (0, 64), \
+    "0: off; else view_block halves (at plan time, from K) until the primary sample rank q0\n" \
+    "spans at least this many blocks: neighbours in a block are correlated, so small K\n" \
+    "needs smaller blocks (K = 256 with blocks of 16: 14% of indexer rows recovered exactly)") \
+  X(REAL, fine_proposal_excess, 2.0, (0.0, 64.0), \
+    "0: off; else the fine proposal, for a row whose view holds at least ceil(excess *\n" \
+    "primary_margin * K / s) samples in tau0's bin and above (its coarse boundary would admit\n" \
+    "about excess times the targeted candidates; up to 1: every row): each boundary rises from\n" \
+    "its coarse bin's lowest number to that of the 1/1024th of the bin holding its sample rank\n" \
+    "(a second look at the view). 1M uniform rows: 16.6 K -> about 3 K candidates. Refines\n" \
+    "ALGORITHM.md's proposal by coarse bins (docs/decisions/2026-11-30-sampled-fine-proposal.md)")
 
-// [select.split] KV-split for a few long rows.
-struct SelectSplitPolicy {
-  std::vector<int> split_counts = {2, 4, 8};  // each 1..64, strictly ascending
-  int64_t min_width = 262144;
-  int max_rows_per_sm = 1;
-  bool operator==(const SelectSplitPolicy&) const = default;
-};
+// [select.split] KV-split for a few long rows (reserved).
+#define SGTOPK_POLICY_SELECT_SPLIT(X) \
+  X(LIST, split_counts, (2, 4, 8), ((1, 64), 16), \
+    "CTAs per row the planner may choose from (paper: 2, 4, 8)") \
+  X(WIDE, min_width, 262144, (1, kMaxWidth), \
+    "rows narrower than this are never split") \
+  X(INT, max_rows_per_sm, 1, (1, 64), \
+    "split only while rows <= max_rows_per_sm * SMs")
 
 // [select.dispatch] which family the planner picks.
-struct SelectDispatchPolicy {
-  int64_t sampled_min_width = 32768;  // narrower rows use the direct family
-  int sampled_min_rows_per_sm = 1;    // fewer rows than this x SMs use the direct family, 0..64
-  int64_t cluster_max_rows = 4;       // at most this many rows -> cluster mapping
-  int cluster_size = 8;               // 1..16
-  bool operator==(const SelectDispatchPolicy&) const = default;
-};
+#define SGTOPK_POLICY_SELECT_DISPATCH(X) \
+  X(WIDE, sampled_min_width, 32768, (0, kMaxWidth), \
+    "narrower rows use the direct family (sampling does not pay)") \
+  X(INT, sampled_min_rows_per_sm, 1, (0, 64), \
+    "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU)") \
+  X(WIDE, cluster_max_rows, 4, (0, int64_t{1} << 20), \
+    "at most this many rows use the cluster mapping (0: never); reserved: no cluster family yet") \
+  X(INT, cluster_size, 8, (1, 16), \
+    "CTAs per cluster (reserved: no cluster family yet)")
 
-// [filter] Qrita top-k / top-p.
-struct FilterPolicy {
-  int block_threads = 1024;
-  int sample_size = 1024;      // values sampled for the Gaussian cutoff
-  double sigma_cutoff = 3.0;   // outlier threshold in standard deviations
-  int pivot_iterations = 8;    // quaternary pivot search rounds
-  bool operator==(const FilterPolicy&) const = default;
-};
+// [filter] Qrita top-k / top-p (reserved).
+#define SGTOPK_POLICY_FILTER(X) \
+  X(INT, block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA") \
+  X(INT, sample_size, 1024, (32, 65536), \
+    "values sampled for the Gaussian cutoff") \
+  X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
+    "outlier threshold in standard deviations above the sample mean") \
+  X(INT, pivot_iterations, 8, (1, 64), \
+    "quaternary pivot search rounds")
 
 // [compile] NVRTC.
+#define SGTOPK_POLICY_COMPILE(X) \
+  X(ARCH, default_arch, "sm_90", (), \
+    "architecture compiled for when none is named") \
+  X(INT, max_registers, 0, (16, 255, false, true), \
+    "register cap per thread (--maxrregcount); 0: the compiler's choice") \
+  X(BOOL, fast_compile, false, (), \
+    "reserved: favour compile time over kernel speed") \
+  X(BOOL, line_info, false, (), \
+    "compile with -lineinfo")
+
+namespace sgtopk::detail {
+
+#define SGTOPK_POLICY_MEMBER(kind, name, value, range, comment) SGTOPK_POLICY_MEMBER_##kind(name, value)
+#define SGTOPK_POLICY_MEMBER_INT(name, value) int name = value;
+#define SGTOPK_POLICY_MEMBER_WIDE(name, value) int64_t name = value;
+#define SGTOPK_POLICY_MEMBER_REAL(name, value) double name = value;
+#define SGTOPK_POLICY_MEMBER_BOOL(name, value) bool name = value;
+#define SGTOPK_POLICY_MEMBER_ARCH(name, value) std::string name = value;
+#define SGTOPK_POLICY_MEMBER_LIST(name, value) std::vector<int> name = {SGTOPK_UNPAREN value};
+
+struct SelectDirectPolicy {
+  SGTOPK_POLICY_SELECT_DIRECT(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectDirectPolicy&) const = default;
+};
+struct SelectSampledPolicy {
+  SGTOPK_POLICY_SELECT_SAMPLED(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectSampledPolicy&) const = default;
+};
+struct SelectSplitPolicy {
+  SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectSplitPolicy&) const = default;
+};
+struct SelectDispatchPolicy {
+  SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectDispatchPolicy&) const = default;
+};
+struct FilterPolicy {
+  SGTOPK_POLICY_FILTER(SGTOPK_POLICY_MEMBER)
+  bool operator==(const FilterPolicy&) const = default;
+};
 struct CompilePolicy {
-  std::string default_arch = "sm_90";  // sm_[0-9]+a?
-  int max_registers = 0;               // 0: the compiler's choice, else 16..255
-  bool fast_compile = false;           // reserved
-  bool line_info = false;              // -lineinfo
+  SGTOPK_POLICY_COMPILE(SGTOPK_POLICY_MEMBER)
   bool operator==(const CompilePolicy&) const = default;
 };
 

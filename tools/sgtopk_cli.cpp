@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <fstream>
 #include <vector>
 
 #include "reference/row_families.h"
@@ -45,6 +46,7 @@ int usage() {
                "           [--route-stats] [--arch sm_90 | --device D] [--policy FILE] [--family NAME]\n"
                "           [PROBLEM.toml]\n"
                "  prewarm  MANIFEST.toml [--jobs N] [--arch sm_90] [--policy FILE]\n"
+               "  policy   [--policy FILE] [--out FILE]   the policy in effect as TOML (defaults without FILE)\n"
                "  env\n"
                "  selftest [--k N] [--rows R] [--width W] [--pitch P] [--values] [--sorted] [--starts]\n"
                "           [--route-stats] [--device D] [--policy FILE] [--family NAME]\n"
@@ -288,6 +290,41 @@ int cmd_prewarm(int argc, char** argv) {
   std::printf("prewarm summary: %zu plans: %d cache hits, %d compiled, %d failed\n", requests.size(), hits.load(),
               compiled.load(), failed.load());
   return failed ? 1 : 0;
+}
+
+// The policy in effect (the compiled-in defaults, or FILE over them) as TOML:
+// what a policy file may say, with every key's comment and range.
+int cmd_policy(int argc, char** argv) {
+  std::string policy_file, out_path;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--policy" || a == "--out") && i + 1 < argc) {
+      (a == "--policy" ? policy_file : out_path) = argv[++i];
+    } else {
+      std::fprintf(stderr, "sgtopk policy: unknown option '%s'\n", a.c_str());
+      return usage();
+    }
+  }
+  try {
+    const sgtopk::detail::Policy policy = policy_file.empty() ? sgtopk::detail::Policy::defaults()
+                                                              : sgtopk::detail::parse_policy_file(policy_file);
+    const std::string text = policy.to_toml();
+    if (out_path.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
+    }
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "sgtopk policy: cannot write %s\n", out_path.c_str());
+      return 1;
+    }
+    return 0;
+  } catch (const sgtopk::detail::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 }
 
 int cmd_env() {
@@ -609,6 +646,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "plan") return cmd_plan(argc, argv);
   if (command == "prewarm") return cmd_prewarm(argc, argv);
+  if (command == "policy") return cmd_policy(argc, argv);
   if (command == "env") return cmd_env();
   if (command == "selftest") return cmd_selftest(argc, argv);
   if (command == "simulate") return cmd_simulate(argc, argv);

@@ -63,23 +63,16 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
 #define SGTOPK_STARTS  (1u << 2) /* rows carry a start offset (args.starts) */
 #define SGTOPK_ROUTE_STATS (1u << 3) /* count the route each row takes into args.route_stats */
 
-/* Slots of the route statistics buffer (uint64 each). The kernel adds to
- * them; zero the buffer before a call to count that call alone. */
+/* Slots of the route statistics buffer (uint64 each), from the one list in
+ * sgtopk/route_stats.def: SGTOPK_ROUTE_SHORT, _NO_VIEW, _PRIMARY, _BAND,
+ * _EXACT, _CANDIDATES, SGTOPK_CYCLES_PROPOSAL, _CERTIFICATION, _RECOVERY,
+ * _REFINEMENT. The kernel adds to them; zero the buffer before a call to
+ * count that call alone. sgtopk_route_stat_name() names each slot. */
 enum {
-  SGTOPK_ROUTE_SHORT = 0,      /* rows with len <= K: no selection needed */
-  SGTOPK_ROUTE_NO_VIEW = 1,    /* sampled family: view too small, exact route */
-  SGTOPK_ROUTE_PRIMARY = 2,    /* certified by the primary proposal */
-  SGTOPK_ROUTE_BAND = 3,       /* certified after the band pass */
-  SGTOPK_ROUTE_EXACT = 4,      /* exact coarse route (recovery, or the direct family) */
-  SGTOPK_ROUTE_CANDIDATES = 5, /* candidates handed to refinement by primary and band rows */
-  /* Where the time goes: SM clock cycles summed over rows, per phase. The
-   * direct family: proposal = its histogram pass, certification = its
-   * boundary pass, recovery = each row's set-up and rows with len <= K. */
-  SGTOPK_CYCLES_PROPOSAL = 6,      /* sample view, histogram, boundaries */
-  SGTOPK_CYCLES_CERTIFICATION = 7, /* the full pass admitting candidates */
-  SGTOPK_CYCLES_RECOVERY = 8,      /* band pass and exact route */
-  SGTOPK_CYCLES_REFINEMENT = 9,    /* frontier refinement and the sorted option */
-  SGTOPK_ROUTE_STAT_SLOTS = 10
+#define SGTOPK_ROUTE_STAT(slot, name, text) SGTOPK_##slot,
+#include "route_stats.def"
+#undef SGTOPK_ROUTE_STAT
+  SGTOPK_ROUTE_STAT_SLOTS
 };
 
 /* What the user asks for. Shapes here are fixed in the plan; the live row
@@ -151,6 +144,9 @@ typedef struct sgtopk_plan_info {
 
 SGTOPK_API const char* sgtopk_version_string(void);
 SGTOPK_API const char* sgtopk_status_string(sgtopk_status status);
+/* "short", "no_view", ... "cycles_refinement"; NULL for a slot outside
+ * 0 .. SGTOPK_ROUTE_STAT_SLOTS - 1. */
+SGTOPK_API const char* sgtopk_route_stat_name(int slot);
 /* Message of the last failing call on this thread ("" when none). */
 SGTOPK_API const char* sgtopk_last_error(void);
 

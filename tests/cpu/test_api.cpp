@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -503,11 +504,11 @@ TEST(ApiSelectArgs, RouteStatsRequiredExactlyWhenTheFlagIsSet) {
   ASSERT_TRUE(with.problem.route_stats);
 
   sgtopk_select_args a = good_args();
-  EXPECT_EQ(sgtopk::detail::make_select_params(without, &a, 0).route_stats, 0u);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(sgtopk::detail::make_select_params(without, &a, 0).route_stats), 0u);
   expect_args_rejected(with, a, {"args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS"});
 
   a.route_stats = 0x40000;
-  EXPECT_EQ(sgtopk::detail::make_select_params(with, &a, 0).route_stats, 0x40000u);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(sgtopk::detail::make_select_params(with, &a, 0).route_stats), 0x40000u);
   expect_args_rejected(without, a, {"args.route_stats is set but the plan was compiled without SGTOPK_ROUTE_STATS"});
 
   for (uint64_t misaligned : {0x40004ull, 0x40001ull}) {
@@ -523,10 +524,10 @@ TEST(ApiSelectArgs, TheStructBeforeRouteStatsIsStillAccepted) {
   a.struct_size = static_cast<uint32_t>(offsetof(sgtopk_select_args, route_stats));
   a.route_stats = 0x40004;  // past struct_size: an older caller's garbage, never read
   const sgtopk::detail::DeviceSelectParams params = sgtopk::detail::make_select_params(without, &a, 0);
-  EXPECT_EQ(params.route_stats, 0u);
-  EXPECT_EQ(params.scores, a.scores);
-  EXPECT_EQ(params.indices, a.indices);
-  EXPECT_EQ(params.workspace, a.workspace);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(params.route_stats), 0u);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(params.scores), a.scores);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(params.indices), a.indices);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(params.workspace), a.workspace);
   EXPECT_EQ(params.rows, static_cast<uint64_t>(good_problem().rows));
   // An older caller cannot pass the buffer a route-stats plan needs.
   expect_args_rejected(with, a, {"args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS"});
@@ -547,14 +548,14 @@ TEST(ApiSelectArgs, EveryDevicePointerIsCheckedForAlignment) {
   ok.lengths = 0x50000;
   ok.live_rows = 0x60000;
   const sgtopk::detail::DeviceSelectParams plain_params = sgtopk::detail::make_select_params(plain, &ok, 0);
-  EXPECT_EQ(plain_params.lengths, ok.lengths);
-  EXPECT_EQ(plain_params.live_rows, ok.live_rows);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(plain_params.lengths), ok.lengths);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(plain_params.live_rows), ok.live_rows);
   ok.values = 0x70000;
   ok.starts = 0x80000;
   ok.route_stats = 0x90000;
   const sgtopk::detail::DeviceSelectParams full_params = sgtopk::detail::make_select_params(full, &ok, 0);
-  EXPECT_EQ(full_params.values, ok.values);
-  EXPECT_EQ(full_params.starts, ok.starts);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(full_params.values), ok.values);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(full_params.starts), ok.starts);
   // 4-byte aligned but not 8 or 16: enough for the int32/float buffers.
   sgtopk_select_args four = ok;
   four.lengths = 0x50004;
@@ -607,4 +608,24 @@ TEST(ApiSelectArgs, MisalignedLengthsIsRefusedBeforeTheLaunch) {
   expect_args_rejected(plan, a, {"args.lengths", "0x50002", "4-byte aligned"});
   a.lengths = 0;  // "every row has width"
   EXPECT_NO_THROW((void)sgtopk::detail::make_select_params(plan, &a, 0));
+}
+
+TEST(Api, RouteStatNamesComeFromTheOneList) {
+  std::set<std::string> names;
+  for (int slot = 0; slot < SGTOPK_ROUTE_STAT_SLOTS; ++slot) {
+    const char* name = sgtopk_route_stat_name(slot);
+    ASSERT_NE(name, nullptr) << slot;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(SGTOPK_ROUTE_STAT_SLOTS));  // one name per slot
+  EXPECT_STREQ(sgtopk_route_stat_name(SGTOPK_ROUTE_SHORT), "short");
+  EXPECT_STREQ(sgtopk_route_stat_name(SGTOPK_ROUTE_PRIMARY), "primary");
+  EXPECT_STREQ(sgtopk_route_stat_name(SGTOPK_ROUTE_CANDIDATES), "candidates");
+  EXPECT_STREQ(sgtopk_route_stat_name(SGTOPK_CYCLES_REFINEMENT), "cycles_refinement");
+  EXPECT_EQ(sgtopk_route_stat_name(-1), nullptr);
+  EXPECT_EQ(sgtopk_route_stat_name(SGTOPK_ROUTE_STAT_SLOTS), nullptr);
+  // The kernels' enum is the same list (templates/sgtopk/abi.h).
+  static_assert(static_cast<int>(sgtopk::kRouteStatSlots) == static_cast<int>(SGTOPK_ROUTE_STAT_SLOTS));
+  static_assert(static_cast<int>(sgtopk::kRouteCandidates) == static_cast<int>(SGTOPK_ROUTE_CANDIDATES));
+  static_assert(static_cast<int>(sgtopk::kCyclesRefinement) == static_cast<int>(SGTOPK_CYCLES_REFINEMENT));
 }

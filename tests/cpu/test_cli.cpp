@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/knobs.h"
+#include "runtime/policy.h"
 #include "support/test_support.h"
 
 #ifndef SGTOPK_CLI_PATH
@@ -215,6 +216,25 @@ TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
   EXPECT_TRUE(warning_lines(r.all()).empty()) << r.show();
   // The kernel went into this test's cache.
   EXPECT_EQ(cache_entries(cache_).size(), 1u) << r.show();
+}
+
+TEST_F(CliTest, PolicyPrintsTheDefaultsAndAnOverlay) {
+  const CliResult defaults = run("policy");
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.show();
+  EXPECT_EQ(defaults.out, sgtopk::detail::Policy::defaults().to_toml());
+
+  const fs::path file = fs::path(::testing::TempDir()) / "cli-policy-overlay.toml";
+  write_text(file, "[select.direct]\nloads_in_flight = 4\n");
+  const fs::path out = fs::path(::testing::TempDir()) / "cli-policy-out.toml";
+  const CliResult overlay = run("policy --policy " + shell_quote(file.string()) + " --out " + shell_quote(out.string()));
+  ASSERT_EQ(overlay.exit_code, 0) << overlay.show();
+  EXPECT_TRUE(contains(read_text(out), "loads_in_flight = 4")) << read_text(out);
+  EXPECT_TRUE(contains(read_text(out), "Differs from the compiled-in defaults in: select.direct.loads_in_flight"));
+
+  write_text(file, "[select.direct]\nloads_in_flight = 0\n");
+  const CliResult bad = run("policy --policy " + shell_quote(file.string()));
+  EXPECT_NE(bad.exit_code, 0) << bad.show();
+  EXPECT_TRUE(contains(bad.err, "select.direct.loads_in_flight = 0 is out of range")) << bad.show();
 }
 
 TEST_F(CliTest, PlanRejectsABadProblem) {

@@ -191,12 +191,20 @@ TEST(JitSource, HoldsTheConfigAndTheEntry) {
   EXPECT_EQ(src.name, plan.entry + ".cu");
   EXPECT_TRUE(contains(src.text, "#include \"" + plan.agent_header + "\"")) << src.text;
   EXPECT_TRUE(contains(src.text, "struct Config {")) << src.text;
-  ASSERT_FALSE(plan.constants.empty());
-  for (const auto& [name, value] : plan.constants)
-    EXPECT_TRUE(contains(src.text, " " + name + " = " + value + ";")) << name << " = " << value << " missing:\n" << src.text;
-  // Types follow the values: K an int, widths 64-bit, flags bool.
+  ASSERT_FALSE(plan.config.entries().empty());
+  for (const auto& [name, value] : plan.config.entries()) {
+    const std::string line = std::string("static constexpr ") + KernelConfig::type_name(value) + " " + name + " = " +
+                             KernelConfig::value_text(value) + ";";
+    EXPECT_TRUE(contains(src.text, line)) << line << " missing:\n" << src.text;
+  }
+  // Each constant keeps the type it was declared with: K an int, widths 64-bit, flags bool.
+  EXPECT_EQ(plan.config.get<int>("kK"), 2048);
+  EXPECT_EQ(plan.config.get<long long>("kWidth"), 100000);
+  EXPECT_TRUE(plan.config.get<bool>("kValues"));
+  EXPECT_THROW(plan.config.get<int>("kWidth"), Error);
+  EXPECT_THROW(plan.config.get<int>("kNoSuchConstant"), Error);
   EXPECT_TRUE(contains(src.text, "static constexpr int kK = 2048;")) << src.text;
-  EXPECT_TRUE(contains(src.text, "static constexpr long long kWidth = 100000ll;")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr long long kWidth = 100000;")) << src.text;
   EXPECT_TRUE(contains(src.text, "static constexpr bool kValues = true;")) << src.text;
   EXPECT_TRUE(contains(src.text, "static constexpr bool kSorted = true;")) << src.text;
   EXPECT_TRUE(contains(src.text, "static constexpr bool kStarts = false;")) << src.text;
@@ -216,7 +224,7 @@ TEST(JitSource, IsDeterministic) {
   EXPECT_EQ(sa.name, sb.name);
   EXPECT_EQ(sa.entry, sb.entry);
   EXPECT_EQ(sa.headers, sb.headers);
-  EXPECT_EQ(a.constants, b.constants);
+  EXPECT_EQ(a.config.entries(), b.config.entries());
   EXPECT_EQ(a.grid, b.grid);
   EXPECT_EQ(a.block, b.block);
   EXPECT_EQ(a.dynamic_smem_bytes, b.dynamic_smem_bytes);
@@ -277,7 +285,7 @@ TEST(JitPlanner, CompileOnlySm90HasTheH100SmCount) {
 TEST(JitPlanner, PicksSampledForManyLongRows) {
   const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4096);
   EXPECT_EQ(plan.family, "sampled");
-  EXPECT_EQ(plan.agent_header, "sgtopk/agent_sampled.cuh");
+  EXPECT_EQ(plan.agent_header, "sgtopk/agent/sampled.cuh");
   EXPECT_EQ(plan.agent, "sgtopk::SampledAgent");
   EXPECT_EQ(plan.entry, "sgtopk_select_sampled");
   // Narrow rows, or too few rows to fill 132 SMs: the direct family.
@@ -354,7 +362,7 @@ TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
   // Sample ranks ceil(margin * K / stride): 1.5 and 1.75 x 2048 over stride 32.
   const std::string text = plan.parameters_text();
   for (const char* line : {"kQ0Wide=96\n", "kQ1Wide=112\n", "kQ0Narrow=96\n", "kQ1Narrow=112\n", "kStrideWide=32\n",
-                           "kStrideNarrow=32\n", "kViewBlock=16\n", "kWideRowThreshold=131072ll\n", "kK=2048\n", "kThreads=512\n",
+                           "kStrideNarrow=32\n", "kViewBlock=16\n", "kWideRowThreshold=131072\n", "kK=2048\n", "kThreads=512\n",
                            "kRegisterItems=0\n", "kRouteStats=false\n"})
     EXPECT_TRUE(contains(text, line)) << line << "not in:\n" << text;
   // The launch: 512-thread persistent workers, two per SM.
@@ -457,10 +465,10 @@ TEST(JitPlanner, GatheredMarksAndWorkUnitsWhereTheyApply) {
   };
   // Streamed rows with marks gather them; register rows and rows without
   // marks have none to gather.
-  EXPECT_EQ(constant(d, 1 << 20, "kGatherMarks"), "true");
-  EXPECT_EQ(constant(d, 4096, "kGatherMarks"), "false");
-  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 1 << 20, "kGatherMarks"), "false");
-  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.gather_marked = false; }), 1 << 20, "kGatherMarks"), "false");
+  EXPECT_EQ(constant(d, 1 << 20, "kGatherMarked"), "true");
+  EXPECT_EQ(constant(d, 4096, "kGatherMarked"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 1 << 20, "kGatherMarked"), "false");
+  EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.gather_marked = false; }), 1 << 20, "kGatherMarked"), "false");
   // Work units need the 16-byte body and give way to both look-aheads.
   EXPECT_EQ(constant(d, 1 << 20, "kWorkUnits"), "true");
   EXPECT_EQ(constant(edited_policy([](Policy& p) { p.direct.vector_bytes = 4; }), 1 << 20, "kWorkUnits"), "false");
@@ -525,13 +533,13 @@ TEST(JitPlanner, EachFamilyHasItsOwnLoadsInFlightAndSmallGroup) {
   const auto constant = [](const Policy& policy, const char* family, const char* name) {
     return plan_for(2048, 1 << 20, 0, "sm_90", policy, family, 4096).constant(name);
   };
-  EXPECT_EQ(constant(direct2, "direct_exact", "kUnroll"), "2");
+  EXPECT_EQ(constant(direct2, "direct_exact", "kLoadsInFlight"), "2");
   EXPECT_EQ(constant(direct2, "direct_exact", "kSmallGroup"), "32");
-  EXPECT_EQ(constant(direct2, "sampled", "kUnroll"), "4");
+  EXPECT_EQ(constant(direct2, "sampled", "kLoadsInFlight"), "4");
   EXPECT_EQ(constant(direct2, "sampled", "kSmallGroup"), "64");
-  EXPECT_EQ(constant(sampled2, "sampled", "kUnroll"), "2");
+  EXPECT_EQ(constant(sampled2, "sampled", "kLoadsInFlight"), "2");
   EXPECT_EQ(constant(sampled2, "sampled", "kSmallGroup"), "16");
-  EXPECT_EQ(constant(sampled2, "direct_exact", "kUnroll"), "8");
+  EXPECT_EQ(constant(sampled2, "direct_exact", "kLoadsInFlight"), "8");
   EXPECT_EQ(constant(sampled2, "direct_exact", "kSmallGroup"), "0");
   // The gathered batch: 4 by default, the family's loads when 0.
   EXPECT_EQ(plan_for(2048, 1 << 20, 0, "sm_90", d, "direct_exact", 64).constant("kGatherBatch"), "4");
@@ -589,7 +597,8 @@ TEST(JitVariants, CoverThePlannersAxes) {
   }
   std::set<std::string> families;
   for (const auto& [family, a] : by_family) families.insert(family);
-  EXPECT_EQ(families, std::set<std::string>(select_families().begin(), select_families().end()));
+  const std::vector<std::string> names = select_families();
+  EXPECT_EQ(families, std::set<std::string>(names.begin(), names.end()));
   for (const auto& [family, a] : by_family) {
     SCOPED_TRACE(family);
     EXPECT_TRUE(a.ks.count(1) && a.ks.count(2048) && a.ks.count(8192));
@@ -620,17 +629,17 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(register_path, plan.family == "direct_exact" && v.width == kShortWidth)
       << "kRegisterItems=" << plan.constant("kRegisterItems");
   EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
-  EXPECT_EQ(plan.constant("kFrontierGlobal"), std::to_string(v.frontier_global));
+  EXPECT_EQ(plan.constant("kFrontierGlobalCapacity"), std::to_string(v.frontier_global));
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
-  EXPECT_EQ(plan.constant("kEndpointClassify"), v.opt_in ? "false" : "true");
-  EXPECT_EQ(plan.constant("kPrefetchL2"), v.opt_in ? "2" : "0");
+  EXPECT_EQ(plan.constant("kEndpointClassification"), v.opt_in ? "false" : "true");
+  EXPECT_EQ(plan.constant("kPrefetchL2Chunks"), v.opt_in ? "2" : "0");
   // The small-group finish: on by default in the sampled family, off in the direct one.
   EXPECT_EQ(plan.constant("kSmallGroup"), (plan.family == "sampled") != v.opt_in ? "64" : "0");
   if (plan.family == "sampled") {
     EXPECT_EQ(plan.constant("kFineTriggerWide") == "0", v.opt_in) << plan.constant("kFineTriggerWide");
     EXPECT_EQ(plan.constant("kFineTriggerNarrow") == "0", v.opt_in) << plan.constant("kFineTriggerNarrow");
   }
-  EXPECT_EQ(plan.constant("kPitch"), std::to_string(v.pitch != 0 ? v.pitch : v.width) + "ll");
+  EXPECT_EQ(plan.config.get<long long>("kPitch"), v.pitch != 0 ? v.pitch : v.width);
 
   const GeneratedSource src = generate_source(plan);
   const std::vector<std::string> options = nvrtc_options(plan.arch, plan.policy.compile);

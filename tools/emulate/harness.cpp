@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include "sgtopk/agent_sampled.cuh"
+#include "sgtopk/agent/sampled.cuh"
 using namespace sgtopk;
 
 #ifndef K_
@@ -71,13 +71,10 @@ using namespace sgtopk;
 #ifndef FINE_TRIGGER
 #define FINE_TRIGGER 0
 #endif
-// Floor marks as the planner sizes them (runtime/planner.cpp,
-// floor_mark_words): streamed rows with vector loads only.
+// Floor marks as the planner sizes them (templates/sgtopk/abi.h): streamed
+// rows with vector loads only.
 static constexpr int floor_mark_words() {
-  const int bits = UNROLL <= 1 ? 1 : UNROLL <= 2 ? 2 : UNROLL <= 4 ? 4 : 8;
-  const long long chunk = (long long)THREADS * UNROLL;
-  const long long chunks = ((WIDTH_ + 3) / 4 + chunk - 1) / chunk;
-  return (REG_ITEMS == 0 && VECTOR) ? (int)((chunks + 32 / bits - 1) / (32 / bits)) : 0;
+  return (REG_ITEMS == 0 && VECTOR) ? static_cast<int>(sgtopk::floor_mark_words(sgtopk::body_chunks(WIDTH_, THREADS, UNROLL), UNROLL)) : 0;
 }
 #ifndef SPARSE
 #define SPARSE 2
@@ -117,20 +114,20 @@ struct Config {
   static constexpr bool kStarts = true;
   static constexpr bool kRouteStats = true;
   static constexpr int kRegisterItems = REG_ITEMS;
-  static constexpr int kUnroll = UNROLL;
-  static constexpr bool kPrefetch = PREFETCH;
-  static constexpr int kPrefetchL2 = 0;
+  static constexpr int kLoadsInFlight = UNROLL;
+  static constexpr bool kPrefetchNextChunk = PREFETCH;
+  static constexpr int kPrefetchL2Chunks = 0;
   static constexpr bool kAggregateHistogram = AGG;
-  static constexpr bool kEndpointClassify = ENDPOINT;
+  static constexpr bool kEndpointClassification = ENDPOINT;
   static constexpr bool kHistogramBackward = BACKWARD;
   static constexpr bool kVectorLoads = VECTOR;
   static constexpr int kIndexBits = 15;  // ceil_log2(WIDTH) for 30000 (checked below)
-  static constexpr int kFrontierShared = FSHARED;
-  static constexpr int kFrontierGlobal = FGLOBAL;
+  static constexpr int kFrontierSharedCapacity = FSHARED;
+  static constexpr int kFrontierGlobalCapacity = FGLOBAL;
   static constexpr int kSortSlots = SORTED ? sort_slots() : 1;
   static constexpr int kSmallGroup = SMALL_GROUP < THREADS ? (SMALL_GROUP < FSHARED + FGLOBAL ? SMALL_GROUP : FSHARED + FGLOBAL)
                                                            : (THREADS < FSHARED + FGLOBAL ? THREADS : FSHARED + FGLOBAL);
-  static constexpr int kViewGather = 3;
+  static constexpr int kViewLoadsInFlight = 3;
   static constexpr int kViewBlock = VIEW_BLOCK;
   static constexpr int kStrideWide = STRIDE;
   static constexpr int kStrideNarrow = STRIDE;
@@ -140,7 +137,7 @@ struct Config {
   static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
   static constexpr int kMarkedBinChunks = SAMPLED ? 0 : BINS;
   static constexpr int kSparseVectors = SPARSE;
-  static constexpr bool kGatherMarks = GATHER;
+  static constexpr bool kGatherMarked = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
   static constexpr bool kWorkUnits = UNITS;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;

@@ -81,3 +81,15 @@ inline unsigned __match_any_sync(unsigned mask, unsigned v) {
   unsigned long long all[32]; emu_exchange(v, all);
   unsigned r = 0; for (int i = 0; i < 32; ++i) if (all[i] == v) r |= 1u << i; return r;
 }
+
+// The templates' hardware hooks (templates/sgtopk/util/hardware.cuh), on the host.
+#define SGTOPK_EMULATE 1
+namespace sgtopk::hw {
+inline unsigned short f16_bits(float x) { return emu_f16_bits(x); }
+inline unsigned f16x2_bits(float a, float b) { return emu_f16_bits(a) | (static_cast<unsigned>(emu_f16_bits(b)) << 16); }
+inline void prefetch_l2(const void*) {}
+}  // namespace sgtopk::hw
+// One block at a time: the dynamic shared memory is one host buffer, and a
+// function-local static is shared by the block's threads.
+#define SGTOPK_DYNAMIC_SHARED(name) unsigned char* name = emu_shared
+#define SGTOPK_BLOCK_SHARED(type, name) static type name

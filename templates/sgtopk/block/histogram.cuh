@@ -1,6 +1,6 @@
 // Shared-memory histogram updates.
 #pragma once
-#include "sgtopk/common.cuh"
+#include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
 
@@ -22,9 +22,9 @@ SGTOPK_DEVICE void count_in_bin(u32* bins, u32 bin) {
 // none has yet; every lane of the (converged) warp gets it. Counts only grow,
 // so such a bin stays a valid lower bound for the final boundary (a floor):
 // elements below it can skip the histogram entirely, and the counts at or
-// above it stay exact. Run by one warp (a different one each chunk) while
-// the others keep streaming; the racy reads only ever under-count, which
-// keeps the floor conservative.
+// above it stay exact. Run by one warp while the others keep streaming
+// (agent/direct_exact.cuh says when); the racy reads only ever under-count,
+// which keeps the floor conservative.
 template <int kBins>
 SGTOPK_DEVICE u32 proven_floor(const u32* bins, u32 rank) {
   static_assert(kBins == 2048, "two bins per lane in the owner's range");

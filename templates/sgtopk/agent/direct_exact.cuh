@@ -4,54 +4,56 @@
 //   pass 1  exact 2048-bin coarse histogram over the whole valid row
 //   pass 2  commit every element above the boundary bin, collect the bin as
 //           the frontier and histogram its first FP32 digit (round 0),
-//           reading only the vectors pass 1 marked (floor_marks.cuh)
-//   rounds  frontier-only refinement (frontier.cuh)
+//           reading only the vectors pass 1 marked (row/floor_marks.cuh)
+//   rounds  frontier-only refinement (selection/refinement.cuh)
 //
 // Short rows keep their scores in registers between the passes; long rows
 // are streamed with 16-byte loads. Every later family falls back to this.
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kWidth, kPitch, kOutPitch, kValues, kSorted, kStarts,
-//   kRegisterItems (0: stream), kUnroll, kVectorLoads, kPrefetch, kPrefetchL2, kAggregateHistogram,
-//   kEndpointClassify, kHistogramBackward, kIndexBits, kSmallGroup,
-//   kFrontierShared, kFrontierGlobal, kSortSlots, kRouteStats, kFloorMarkWords, kSparseVectors,
-//   kGatherMarks, kGatherBatch, kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
+//   kRegisterItems (0: stream), kLoadsInFlight, kVectorLoads,
+//   kPrefetchNextChunk, kPrefetchL2Chunks, kAggregateHistogram,
+//   kEndpointClassification, kHistogramBackward, kIndexBits, kSmallGroup,
+//   kFrontierSharedCapacity, kFrontierGlobalCapacity, kSortSlots, kRouteStats,
+//   kFloorMarkWords, kSparseVectors, kGatherMarked, kGatherBatch,
+//   kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
 #pragma once
-#include "sgtopk/floor_marks.cuh"
-#include "sgtopk/frontier.cuh"
-#include "sgtopk/histogram.cuh"
-#include "sgtopk/row_stream.cuh"
-#include "sgtopk/select_output.cuh"
+#include "sgtopk/row/floor_marks.cuh"
+#include "sgtopk/selection/refinement.cuh"
+#include "sgtopk/block/histogram.cuh"
+#include "sgtopk/row/rows.cuh"
+#include "sgtopk/selection/select_output.cuh"
 
 namespace sgtopk {
 
 template <typename Config>
 struct DirectExactAgent {
-  typedef FrontierStore<Config::kFrontierShared, Config::kFrontierGlobal> Store;
+  typedef FrontierStore<Config::kFrontierSharedCapacity, Config::kFrontierGlobalCapacity> Store;
   typedef RowOutput<Config::kValues> Output;
   // Rows too long for registers are streamed from global memory.
-  typedef StreamedRow<StreamShape<Config::kThreads, Config::kUnroll, Config::kVectorLoads, Config::kPrefetch,
-                                  Config::kPrefetchL2>>
+  typedef StreamedRow<StreamShape<Config::kThreads, Config::kLoadsInFlight, Config::kVectorLoads, Config::kPrefetchNextChunk,
+                                  Config::kPrefetchL2Chunks>>
       StreamRow;
   // The refinement over either kind of row.
   template <typename Row>
-  using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassify, Config::kSmallGroup, Store,
+  using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassification, Config::kSmallGroup, Store,
                             Row, Output>;
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
-  typedef FloorMarks<Config::kThreads, Config::kUnroll, Config::kFloorMarkWords, Config::kSparseVectors,
-                     Config::kGatherMarks, Config::kGatherBatch, Config::kMarkedBinChunks,
+  typedef FloorMarks<Config::kThreads, Config::kLoadsInFlight, Config::kFloorMarkWords, Config::kSparseVectors,
+                     Config::kGatherMarked, Config::kGatherBatch, Config::kMarkedBinChunks,
                      Config::kHistogramBackward>
       StreamMarks;
-  typedef FloorMarks<Config::kThreads, Config::kUnroll, 0> NoMarks;
+  typedef FloorMarks<Config::kThreads, Config::kLoadsInFlight, 0> NoMarks;
 
   // Dynamic shared memory: state, then the frontier (aliased by the sort
   // buffer), then the floor marks.
-  static constexpr unsigned kStateBytes = (sizeof(SelectionState) + 15u) / 16u * 16u;
-  static constexpr unsigned kFrontierBytes = Config::kFrontierShared * 8u;
-  static constexpr unsigned kSortBytes = Config::kSorted ? Config::kSortSlots * 8u : 0u;
-  static constexpr unsigned kMarksOffset = kStateBytes + (kFrontierBytes > kSortBytes ? kFrontierBytes : kSortBytes);
-  static constexpr unsigned kSharedBytes = kMarksOffset + StreamMarks::kSharedWords * 4u;
+  static constexpr unsigned kStateBytes = selection_state_bytes();
+  static constexpr unsigned kMarksOffset =
+      select_shared_bytes(Config::kFrontierSharedCapacity, Config::kSorted, Config::kSortSlots, 0);
+  static constexpr unsigned kSharedBytes =
+      select_shared_bytes(Config::kFrontierSharedCapacity, Config::kSorted, Config::kSortSlots, StreamMarks::kSharedWords);
 
   // A row with len <= K: every valid index, no selection.
   static SGTOPK_DEVICE void select_short_row(const Output& out, const float* scores, int len, u64* sort_buffer) {
@@ -107,10 +109,11 @@ struct DirectExactAgent {
         if constexpr (Bare<decltype(chunk)>::type::kVectors > 0) {
           // One test per vector, on its highest score (the marks are per
           // vector anyway), then only the marked vectors' scores are tested
-          // and counted, from registers: testing every score took ~3
-          // instructions each, on the path most of a row takes, and reading
-          // a lane's few marked vectors again (L1) waited out a round trip
-          // each (+4.7%, +10% at 2^17 iid rows; bench/NOTES.md).
+          // and counted, from registers: a test per score costs instructions
+          // on the path most of a row takes, and reading a lane's few marked
+          // vectors again (L1) waits out a round trip each
+          // (docs/decisions/2026-12-01-direct-vector-floor-test.md,
+          // docs/decisions/2026-12-01-direct-scores-from-registers.md).
           u32 marked = 0u;
 #pragma unroll
           for (int u = 0; u < chunk.kVectors; ++u) marked |= (chunk.vector_max(u) >= low ? 1u : 0u) << u;
@@ -162,8 +165,8 @@ struct DirectExactAgent {
       // Without kRaiseAtClaim: once per chunk, after its visit, by the warp
       // holding one of its slots, a different slot each chunk (fixed
       // slices: a different warp), so no warp falls behind the stream.
-      // (Raising more often early in a row, by every warp until the row has
-      // a floor, measured slower: bench/NOTES.md.)
+      // (Not by every warp until the row has a floor: that costs more than
+      // it saves, docs/decisions/2026-12-01-direct-cheap-raises.md.)
       if (!kRaiseAtClaim && (chunk.slot >> 5) == chunk.number % (Config::kThreads / 32)) raise_floor(state);
     };
     const auto visit_scalar = [&](int, float value) { count(value, floor_bin); };
@@ -223,13 +226,13 @@ struct DirectExactAgent {
   };
   static SGTOPK_DEVICE Worker make_worker(unsigned char* shared_bytes, void* slices) {
     unsigned char* frontier_bytes = shared_bytes + kStateBytes;
-    float* slice = reinterpret_cast<float*>(slices) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobal;
+    float* slice = reinterpret_cast<float*>(slices) + static_cast<u64>(blockIdx.x) * 2u * Config::kFrontierGlobalCapacity;
     Worker w;
     w.state = reinterpret_cast<SelectionState*>(shared_bytes);
     w.store.shared_value = reinterpret_cast<float*>(frontier_bytes);
-    w.store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierShared;
+    w.store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierSharedCapacity;
     w.store.global_value = slice;
-    w.store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobal);
+    w.store.global_index = reinterpret_cast<u32*>(slice + Config::kFrontierGlobalCapacity);
     w.sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
     if constexpr (StreamMarks::kSelective) {
       w.marks.words = reinterpret_cast<u32*>(shared_bytes + kMarksOffset);
@@ -253,7 +256,7 @@ struct DirectExactAgent {
   }
 
   static SGTOPK_DEVICE void run(const SelectParams& p) {
-    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
     const Worker w = make_worker(shared_bytes, p.workspace);
     const long long live = live_row_count(p, static_cast<long long>(p.rows));
     for (long long r = blockIdx.x; r < live; r += gridDim.x) {

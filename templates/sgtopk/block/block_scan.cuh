@@ -1,14 +1,8 @@
 // Block-wide scans and the rank search over a histogram.
 #pragma once
-#include "sgtopk/common.cuh"
+#include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
-
-// Words of scratch the scans below use: the block sum's 32 warp offsets and
-// its total, then three per rank (bin, above, count) for up to two ranks
-// (and one spare, an even count of words in SelectionState).
-constexpr int kScanWords = 33;
-constexpr int kRankScratchWords = kScanWords + 3 * 2 + 1;
 
 // Exclusive prefix sum over the block in thread order, in scratch[0, kScanWords).
 // Ends without a barrier: the caller's next barrier, which every thread

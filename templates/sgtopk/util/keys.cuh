@@ -5,12 +5,10 @@
 //               monotone (equal keys for different values are fine), which is
 //               all that boundary construction needs (lemma 4.1).
 #pragma once
-#include "sgtopk/common.cuh"
+#include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
 
-constexpr int kCoarseBits = 11;
-constexpr int kCoarseBins = 1 << kCoarseBits;
 constexpr u32 kCoarseKeyMinNumber = 31u;  // coarse_key(-inf): the lowest bin a number reaches
 constexpr u32 kCoarseKeyMaxNumber = 2016u;  // coarse_key(+inf): the highest bin a number reaches
 
@@ -22,8 +20,7 @@ SGTOPK_DEVICE u32 ordered_key(float x) {
 }
 
 SGTOPK_DEVICE u32 coarse_key(float x) {
-  unsigned short half;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(half) : "f"(x));  // |x| >= 65520 -> inf, tiny -> 0 or subnormal
+  const unsigned short half = hw::f16_bits(x);  // |x| >= 65520 -> inf, tiny -> 0 or subnormal
   const u32 bits = half, magnitude = bits & 0x7fffu;
   // Selects, not branches: this runs once per score in the full-row passes.
   // -0 maps like +0; NaN (magnitude above inf's) to bin 0.
@@ -40,8 +37,7 @@ SGTOPK_DEVICE u32 coarse_key(float x) {
 // 0x03ff` that it is above inf's (NaN); `(x >> 15) * 0xffff` spreads such
 // bits over their lanes.
 SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
-  u32 halves;  // a in the low lane, b in the high one
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(halves) : "f"(b), "f"(a));
+  const u32 halves = hw::f16x2_bits(a, b);  // a in the low lane, b in the high one
   const u32 magnitude = halves & 0x7fff7fffu;
   const u32 negative_nonzero = halves & (magnitude + 0x7fff7fffu) & 0x80008000u;
   const u32 nan = (magnitude + 0x03ff03ffu) & 0x80008000u;

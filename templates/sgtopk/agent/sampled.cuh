@@ -17,12 +17,12 @@
 // The decisions match reference::decide_sampled_route row by row; the GPU
 // tests compare the route statistics' per-launch totals with the reference's.
 //
-// Config adds to the direct-exact constants: kViewGather, kViewBlock, kStrideWide, kStrideNarrow,
-// kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow, kQ1Narrow (sample ranks
-// computed on the host), kFineTriggerWide, kFineTriggerNarrow (the fine
-// proposal's trigger, 0: off), kRouteStats.
+// Config adds to the direct-exact constants: kViewLoadsInFlight, kViewBlock,
+// kStrideWide, kStrideNarrow, kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow,
+// kQ1Narrow (sample ranks computed on the host), kFineTriggerWide,
+// kFineTriggerNarrow (the fine proposal's trigger, 0: off), kRouteStats.
 #pragma once
-#include "sgtopk/agent_direct_exact.cuh"
+#include "sgtopk/agent/direct_exact.cuh"
 
 namespace sgtopk {
 
@@ -34,8 +34,10 @@ SGTOPK_DEVICE u32 sample_phase(u64 row_id, int stride) {
 
 // The view takes kBlock consecutive scores every kBlock * stride positions
 // (the paper's view is kBlock = 1; the density is 1/stride either way, so the
-// sample ranks do not change): element j of a view whose first position is
-// `phase`. The host reference (view_position, view_size) uses the same formulas.
+// sample ranks do not change, and blocks take fewer DRAM sectors per sample:
+// docs/decisions/2026-11-30-sampled-blocked-view.md): element j of a view
+// whose first position is `phase`. The host reference (view_position,
+// view_size) uses the same formulas.
 template <int kBlock>
 SGTOPK_DEVICE long long view_position(int j, int phase, int stride) {
   const u32 block = static_cast<u32>(j) / kBlock, offset = static_cast<u32>(j) % kBlock;
@@ -49,13 +51,6 @@ SGTOPK_DEVICE int view_size(int len, int phase, int stride) {
   const long long last_start = phase + static_cast<long long>(blocks - 1) * span;
   return (blocks - 1) * kBlock + static_cast<int>(min_of(static_cast<long long>(kBlock), len - last_start));
 }
-
-// Counters at the start of the workspace, restored by the last worker out so
-// that the next launch (or graph replay) starts from zero.
-struct RowClaims {
-  u32 next_row;          // rows claimed after the first wave
-  u32 finished_workers;  // workers that have claimed their last row
-};
 
 template <typename Config>
 struct SampledAgent {
@@ -77,12 +72,12 @@ struct SampledAgent {
     const float* scores;
     int count, phase, stride;
 
-    // visit(sample) for every sample, kViewGather independent gathers in
+    // visit(sample) for every sample, kViewLoadsInFlight independent gathers in
     // flight per thread before the first is visited (consecutive threads
     // take consecutive samples: a block's neighbours share their sectors).
     template <typename Visit>
     SGTOPK_DEVICE void for_each(Visit&& visit) const {
-      constexpr int kGather = Config::kViewGather;
+      constexpr int kGather = Config::kViewLoadsInFlight;
       for (int base = 0; base < count; base += Config::kThreads * kGather) {
         float sample[kGather];
 #pragma unroll
@@ -100,7 +95,8 @@ struct SampledAgent {
   // The fine proposal (policy select.sampled.fine_proposal_excess), for a
   // row whose view holds at least `trigger` samples in tau0's bin and above
   // (its coarse boundary would admit several times the targeted candidates;
-  // elsewhere the second look costs more than it saves): each boundary
+  // elsewhere the second look costs more than it saves:
+  // docs/decisions/2026-11-30-sampled-fine-proposal.md): each boundary
   // rises from its coarse bin's lowest number to the lowest number of the
   // 1/1024th of the bin (SubBins) that holds its sample rank, found by a
   // second look at the view that histograms only the two boundary bins'
@@ -252,8 +248,8 @@ struct SampledAgent {
   }
 
   static SGTOPK_DEVICE void run(const SelectParams& p) {
-    extern __shared__ __align__(16) unsigned char shared_bytes[];
-    __shared__ long long claimed_row;
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    SGTOPK_BLOCK_SHARED(long long, claimed_row);
     RowClaims* claims = reinterpret_cast<RowClaims*>(p.workspace);
     const typename Exact::Worker w =
         Exact::make_worker(shared_bytes, static_cast<unsigned char*>(p.workspace) + kRowClaimsBytes);

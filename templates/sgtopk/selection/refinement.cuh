@@ -21,184 +21,21 @@
 // When a group does not fit, it is not stored and the next round re-derives it
 // from the row (registers or global memory) by matching the resolved prefix.
 #pragma once
-#include "sgtopk/block_scan.cuh"
-#include "sgtopk/keys.cuh"
-#include "sgtopk/row_stream.cuh"
-#include "sgtopk/warp_append.cuh"
+#include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/block/warp_append.cuh"
+#include "sgtopk/row/rows.cuh"
+#include "sgtopk/selection/digits.cuh"
+#include "sgtopk/selection/frontier_store.cuh"
+#include "sgtopk/selection/state.cuh"
+#include "sgtopk/selection/verdicts.cuh"
+#include "sgtopk/util/keys.cuh"
 
 namespace sgtopk {
 
-template <int kIndexBits>
-struct DigitSchedule {
-  static constexpr int kIndexRounds = (kIndexBits + 10) / 11;
-
-  int known;       // high ordered-key bits every candidate shares (0..32)
-  int key_rounds;  // rounds resolving the other 32 - known key bits
-
-  SGTOPK_DEVICE explicit DigitSchedule(u32 known_key_bits)
-      : known(static_cast<int>(known_key_bits)), key_rounds((32 - static_cast<int>(known_key_bits) + 10) / 11) {}
-
-  // Rounds 0 .. rounds() - 1: coarse, key, index.
-  SGTOPK_DEVICE int rounds() const { return 1 + key_rounds + kIndexRounds; }
-
-  // Rank-key digits of round r >= 1: (key >> shift) & ((1 << bits) - 1).
-  // shift(0) = 64 - known: the bits resolved before round 1.
-  SGTOPK_DEVICE int shift(int r) const {
-    if (r <= key_rounds) return 32 + max_of(0, 32 - known - 11 * r);
-    const int j = r - 1 - key_rounds;  // index rounds from the top index bit down
-    return max_of(0, kIndexBits - 11 * (j + 1));
-  }
-  SGTOPK_DEVICE int bits(int r) const {
-    if (r <= key_rounds) return min_of(11, 32 - known - 11 * (r - 1));
-    const int j = r - 1 - key_rounds;
-    return min_of(11, kIndexBits - 11 * j);
-  }
-  SGTOPK_DEVICE u32 digit(u64 rank_key, int r) const {
-    return static_cast<u32>(rank_key >> shift(r)) & ((1u << bits(r)) - 1u);
-  }
-};
-
-// Shared state of one row's selection. Lives at the start of dynamic shared memory.
-struct SelectionState {
-  u32 histogram[kCoarseBins];
-  u32 uncounted;        // where branch-free counting sends what it does not count (never read)
-  u32 scratch[kRankScratchWords];
-  u32 committed;        // output slots filled
-  u32 frontier_count;   // candidates of the current group (may exceed capacity)
-  u32 next_count;       // candidates carried into the next round
-  u32 remaining;        // rank still to fill from the current group
-  u32 coarse_boundary;  // round-0 boundary bin
-  u32 done;
-  u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
-  u32 floor_low_key;    // ordered_key of a proven floor bin's lowest number (-inf's until one is known)
-  float proposal_primary_low;    // sampled proposal: endpoint(tau0)
-  float proposal_secondary_low;  // sampled proposal: endpoint(tau1) <= endpoint(tau0)
-  float proposal_primary_high;    // fine proposal: the lowest number above tau0's bin (NaN when none)
-  float proposal_secondary_high;  // fine proposal: the same for tau1
-  float admit_low;      // sampled routes: the candidates are exactly the x >= admit_low
-  u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
-  u32 known_key_bits;   // high ordered-key bits the round-1 candidates share (DigitSchedule)
-  u32 frontier_high_key;  // sampled routes: the highest stored candidate's ordered key
-  u32 units_taken;      // the histogram pass's work units handed out (row_stream.cuh, for_each_unit)
-  u64 prefix;           // rank_key >> shift(last resolved round)
-};
-
-// A row's selection starts empty: the histogram cleared, nothing committed,
-// the whole rank K to fill. `admit_by_threshold` says how the first frontier
-// is formed (1: the sampled routes' x >= admit_low; 0: the coarse boundary bin).
-// Starts with a barrier: whatever read the state before is over.
-template <int kThreads>
-SGTOPK_DEVICE void begin_selection(SelectionState& state, u32 k, u32 admit_by_threshold) {
-  __syncthreads();
-  clear_words<kThreads>(state.histogram, kCoarseBins);
-  if (threadIdx.x == 0) {
-    state.committed = 0u;
-    state.frontier_count = 0u;
-    state.next_count = 0u;
-    state.remaining = k;
-    state.done = 0u;
-    state.prefix = 0ull;
-    state.known_key_bits = 0u;
-    state.frontier_high_key = 0u;
-    state.units_taken = 0u;
-    state.floor_bin = 0u;
-    state.floor_low_key = ordered_key(__int_as_float(0xff800000));
-    state.admit_by_threshold = admit_by_threshold;
-  }
-  __syncthreads();
-}
-
-template <int kSharedCapacity, int kGlobalCapacity>
-struct FrontierStore {
-  static constexpr u32 kCapacity = static_cast<u32>(kSharedCapacity) + static_cast<u32>(kGlobalCapacity);
-  float* shared_value;
-  u32* shared_index;
-  float* global_value;
-  u32* global_index;
-
-  SGTOPK_DEVICE void store(u32 slot, float value, u32 index) const {
-    if (slot < static_cast<u32>(kSharedCapacity)) {
-      shared_value[slot] = value;
-      shared_index[slot] = index;
-    } else if (slot < kCapacity) {
-      global_value[slot - kSharedCapacity] = value;
-      global_index[slot - kSharedCapacity] = index;
-    }
-  }
-  SGTOPK_DEVICE void load(u32 slot, float* value, u32* index) const {
-    if (slot < static_cast<u32>(kSharedCapacity)) {
-      *value = shared_value[slot];
-      *index = shared_index[slot];
-    } else {
-      *value = global_value[slot - kSharedCapacity];
-      *index = global_index[slot - kSharedCapacity];
-    }
-  }
-};
-
-// What round 0 does with one score.
-struct Verdict {
-  bool commit;  // above the boundary, or in a boundary group taken whole
-  bool carry;   // in the boundary group, into the next round
-
-  // A digit against the boundary digit d: above commits, d commits when its
-  // group is taken whole and is carried otherwise, below is dropped.
-  static SGTOPK_DEVICE Verdict of_digit(u32 digit, u32 d, bool take_group) {
-    return Verdict{digit > d || (digit == d && take_group), digit == d && !take_group};
-  }
-};
-
-// Round 0's verdicts by the boundary bin's FP32 endpoints (ALGORITHM.md,
-// "Endpoint"): commit x >= commit_low, carry keep_low <= x < commit_low
-// (keep_low == commit_low: nothing carried). When the boundary is NaN's bin,
-// every score is at or above it (keep_all), and a bin taken whole commits
-// them all (commit_all): NaN included, which no comparison would admit.
-struct EndpointVerdict {
-  float commit_low, keep_low;
-  bool commit_all, keep_all;  // block-uniform
-  SGTOPK_DEVICE Verdict operator()(float x) const {
-    const bool commit = commit_all || x >= commit_low;
-    return Verdict{commit, !commit && (keep_all || x >= keep_low)};
-  }
-};
-
-// One 16-byte vector of a chunk, as a chunk of four scores (verdict_masks).
-struct OneVector {
-  static constexpr int kCount = 4;
-  float4 q;
-  SGTOPK_DEVICE float score(int n) const { return n == 0 ? q.x : n == 1 ? q.y : n == 2 ? q.z : q.w; }
-};
-
-// A chunk's commit and carry masks over every slot (the caller ANDs in the
-// live ones): one verdict per score ...
-template <typename Chunk, typename VerdictOf>
-SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const VerdictOf& verdict_of, u32& commits, u32& carries) {
-#pragma unroll
-  for (int n = 0; n < Chunk::kCount; ++n) {
-    const Verdict verdict = verdict_of(chunk.score(n));
-    commits |= static_cast<u32>(verdict.commit) << n;
-    carries |= static_cast<u32>(verdict.carry) << n;
-  }
-}
-// ... or, by endpoints, two comparisons per score; the uniform cases and the
-// carries once per chunk.
-template <typename Chunk>
-SGTOPK_DEVICE void verdict_masks(const Chunk& chunk, const EndpointVerdict& verdict_of, u32& commits, u32& carries) {
-  u32 kept = 0u;
-#pragma unroll
-  for (int n = 0; n < Chunk::kCount; ++n) {
-    commits |= (chunk.score(n) >= verdict_of.commit_low ? 1u : 0u) << n;
-    kept |= (chunk.score(n) >= verdict_of.keep_low ? 1u : 0u) << n;
-  }
-  if (verdict_of.commit_all) commits = ~0u;
-  if (verdict_of.keep_all) kept = ~0u;
-  carries = kept & ~commits;
-}
-
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
-// did not fit (see row_stream.cuh for the two row kinds).
-template <int kThreads, int kIndexBits, bool kEndpointClassify, int kSmallGroup, typename Store, typename Row,
+// did not fit (see row/rows.cuh for the two row kinds).
+template <int kThreads, int kIndexBits, bool kEndpointClassification, int kSmallGroup, typename Store, typename Row,
           typename Output>
 struct Refinement {
   typedef DigitSchedule<kIndexBits> Schedule;
@@ -261,24 +98,28 @@ struct Refinement {
   }
 
   // The chunk forms of carry and classify, for the full-row passes
-  // (row_stream.cuh's for_each_chunk: every lane of the warp takes part).
+  // (row/traversal.cuh's for_each_chunk: every lane of the warp takes part).
   // Each thread first marks its own scores; the warp then reserves all its
   // slots at once, instead of a vote and a divergent branch per score, which
-  // made the passes instruction-bound.
+  // made the passes instruction-bound
+  // (docs/decisions/2026-11-30-full-row-passes-by-block-chunks.md).
 
   // The sampled certification: stores every valid score of the chunk that
   // `admit` accepts as a round-1 candidate. The round-1 histogram of the
   // stored ones is built once the pass is over (count_admitted_digits), so
-  // the loop every lane runs stays short; only candidates past the store's
-  // capacity (not stored, so not countable later without another read of
-  // the row) are counted here.
+  // the loop every lane runs stays short
+  // (docs/decisions/2026-11-30-sampled-certify-then-histogram.md); only
+  // candidates past the store's capacity (not stored, so not countable later
+  // without another read of the row) are counted here.
   template <typename Chunk, typename Admit>
   SGTOPK_DEVICE void admit_chunk(const Chunk& chunk, Admit&& admit) {
     static_assert(Chunk::kCount <= 32, "one mask bit per score");
+    // A validity test per score, not classify_chunk's live mask
+    // (docs/decisions/2026-11-30-lean-masks-direct-only.md).
     u32 taken = 0u;
 #pragma unroll
     for (int n = 0; n < Chunk::kCount; ++n)
-      if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;  // (the live mask, with the reshaped loads, measured +0.8% here)
+      if (chunk.is_valid(n) && admit(chunk.score(n))) taken |= 1u << n;
     u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
     // Only the marked scores, one per iteration: a warp runs as many
     // iterations as its busiest lane has candidates (a few), not kCount.
@@ -338,7 +179,7 @@ struct Refinement {
 
   // Round 0 over a chunk: verdict_of(value) says what becomes of each score.
   // With kSparseVectors > 0, a warp whose lanes each hold at most that many
-  // valid vectors (a marked pass, floor_marks.cuh: most of a long row's
+  // valid vectors (a marked pass, row/floor_marks.cuh: most of a long row's
   // chunks) takes verdicts on those vectors only, one at a time, instead of
   // on every slot of the chunk.
   template <int kSparseVectors, typename Chunk, typename VerdictOf>
@@ -366,7 +207,8 @@ struct Refinement {
     // Most of an indexer row's chunks give a warp nothing (away from the
     // top-K's clusters): one vote then instead of the scan. (Not in
     // warp_reserve: the sampled certification admits a few scores in nearly
-    // every warp's chunk, and the vote measured +1.2% there.)
+    // every warp's chunk, so there the vote only costs:
+    // docs/decisions/2026-11-30-lean-masks-direct-only.md.)
     if (__ballot_sync(0xffffffffu, (commits | carries) != 0u) == 0u) return;
     // One warp scan for both counts (commits in the high half-word: a warp
     // holds at most 32 x 32 scores of a chunk).
@@ -452,7 +294,7 @@ struct Refinement {
   // Round 0 over the whole row: the coarse histogram is in state.histogram.
   // Commits everything above the boundary bin, carries the bin as the frontier.
   // `want` may leave out vectors holding no score at or above the bin's
-  // lowest number (floor_marks.cuh; prune_below tells it the bin).
+  // lowest number (row/floor_marks.cuh; prune_below tells it the bin).
   template <typename Want>
   SGTOPK_DEVICE void boundary_pass(const Want& want) {
     // The bin's endpoints (closed form, so every thread computes its own)
@@ -472,7 +314,7 @@ struct Refinement {
       set_common_prefix(ordered_key(low), high == high ? ordered_key(high) - 1u : ordered_key(__int_as_float(0x7f800000)));
     });
     want.prune_below(d);  // this thread's own marks (floor_marks.cuh)
-    if constexpr (kEndpointClassify) {
+    if constexpr (kEndpointClassification) {
       // Two FP32 comparisons per score instead of its coarse key and a digit
       // comparison (ALGORITHM.md, "Endpoint"): commit at or above commit_low,
       // carry the rest of the bin. No number lies below bin 0 (NaN's), and
@@ -494,7 +336,8 @@ struct Refinement {
   // candidate counts the group's candidates whose rank key beats its own
   // (all threads read the same slot at once: a shared-memory broadcast), and
   // those beaten by fewer than `remaining` are committed. One step instead of
-  // one or more radix rounds, each about ten barriers and a 2048-bin scan.
+  // one or more radix rounds, each several barriers and a 2048-bin scan
+  // (docs/decisions/2026-11-30-refinement-fewer-barriers-small-group.md).
   // Returns false, doing nothing, when the group is larger. Block-uniform
   // arguments; the caller's barrier ends it.
   SGTOPK_DEVICE bool finish_small_group(u32 group, u32 remaining) {

@@ -9,45 +9,40 @@
 // scores passed the floor test holds nothing pass 2 keeps: pass 1 marks, per
 // thread and chunk, the vectors that held a passing score (every vector in
 // range before a floor exists), and pass 2 loads only those. After the
-// first chunks the floor is high, so most of the second read is skipped. A
-// host simulation of 1024 threads x 4 loads, K = 2048, i.i.d. normal scores:
-// 27% of the vectors read again at N = 131072, 16% at 262144, 9% at 524288,
-// 5% at 2^20 (a 32-byte sector holds two lanes' vectors, so somewhat more of
-// the bytes). Measured on the H200 (bench/NOTES.md, seventh session): indexer
-// rows 11% faster over the operator matrix, 20% at 2^20; no change at 131072,
-// nor on uniform rows, where a few candidates sit in every warp's chunk and
-// the pass's instructions, not its bytes, set the time.
+// first chunks the floor is high, so most of the second read is skipped;
+// where a few candidates sit in every warp's chunk the pass's instructions,
+// not its bytes, set the time, and the marks save little
+// (docs/decisions/2026-11-30-direct-floor-marks.md).
 //
-// Storage: kUnroll bits per (thread slot, chunk), packed per slot into
+// Storage: kLoadsInFlight bits per (thread slot, chunk), packed per slot into
 // kWords shared words laid out word-major (words[w * kThreads + slot]). Pass
-// 1 may hand a slot's chunks to any warp (row_stream.cuh, for_each_unit), so
+// 1 may hand a slot's chunks to any warp (row/traversal.cuh, for_each_unit), so
 // it sets fields by atomicOr; pass 2 reads, and each thread clears, only its
 // own slot's words, so the barriers the passes already have suffice. The
 // planner sizes kWords for the plan's width.
 //
 // Marked bins (kBinChunks > 0): a mark only says a vector passed the floor
 // of its moment, and early in a row that floor is low: the first chunk is
-// marked whole, the next ones at the K-th score of a few chunks (27% of the
-// vectors at 131072 above, against 6% holding a score at or above the final
-// boundary bin). So for the first kBinChunks chunks the pass reads (from the
-// row's end when it walks backward), pass 1 also keeps each marked vector's
-// highest coarse bin (2 bytes, shared), and pass 2, knowing the final
-// boundary bin, first unmarks there the vectors that do not reach it
-// (prune_below), so it reads only those that do. Bins are written for marked
-// vectors only and read only for those, so nothing needs clearing between
-// rows. Pruned before the pass, not tested as the cursor lists: a shared
-// load in the cursor serialised a gathered batch's global loads (+16% on
-// the quick matrix). Three chunks (at 512 threads x 8 loads, 3/8 of a 2^17
-// row): with more, pass 1's bin stores cost more than the skipped reads save
-// (bench/NOTES.md, ninth and fifteenth sessions).
+// marked whole, the next ones at the K-th score of a few chunks, far more
+// vectors than hold a score at or above the final boundary bin. So for the
+// first kBinChunks chunks the pass reads (from the row's end when it walks
+// backward), pass 1 also keeps each marked vector's highest coarse bin (2
+// bytes, shared), and pass 2, knowing the final boundary bin, first unmarks
+// there the vectors that do not reach it (prune_below), so it reads only
+// those that do. Bins are written for marked vectors only and read only for
+// those, so nothing needs clearing between rows. Pruned before the pass, not
+// tested as the cursor lists: a shared load in the cursor serialises a
+// gathered batch's global loads. Only the first few chunks: past them the
+// floor is high, and pass 1's bin stores cost more than the skipped reads
+// save (docs/decisions/2026-11-30-direct-marked-bins.md).
 #pragma once
-#include "sgtopk/keys.cuh"
-#include "sgtopk/row_stream.cuh"
+#include "sgtopk/util/keys.cuh"
+#include "sgtopk/row/rows.cuh"
 
 namespace sgtopk {
 
-template <int kThreads, int kUnroll, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false,
-          int kGatherBatch_ = kUnroll, int kBinChunks_ = 0, bool kBinsAtEnd_ = false>
+template <int kThreads, int kLoadsInFlight, int kWords, int kSparseVectors_ = 0, bool kGathers_ = false,
+          int kGatherBatch_ = kLoadsInFlight, int kBinChunks_ = 0, bool kBinsAtEnd_ = false>
 struct FloorMarks {
   static constexpr bool kSelective = true;
   // The chunks pass 1 reads first keep their marked vectors' highest bins:
@@ -55,34 +50,32 @@ struct FloorMarks {
   static constexpr int kBinChunks = kBinChunks_;
   static constexpr bool kBinsAtEnd = kBinsAtEnd_;
   // Shared memory, in words: the marks, then the bins (2 bytes each).
-  static constexpr int kSharedWords = kWords * kThreads + (kBinChunks * kThreads * kUnroll + 1) / 2;
-  // The classification pass gathers the marked vectors kUnroll at a time
-  // across chunks (row_stream.cuh's for_each_gathered, through cursor())
-  // instead of visiting chunk by chunk. Chunk by chunk, a warp waited out
-  // one memory latency per chunk for its few marked vectors, one chunk after
-  // another: the pass took ~40% of a row's time at 2^20 while reading ~5%
-  // of its bytes, and looking ahead (L2 prefetch, a register double buffer)
-  // did not shorten it (bench/NOTES.md, eighth session).
+  static constexpr int kSharedWords = floor_marks_shared_words(kWords, kThreads, kBinChunks, kLoadsInFlight);
+  // The classification pass gathers the marked vectors kGatherBatch at a time
+  // across chunks (row/traversal.cuh's for_each_gathered, through cursor())
+  // instead of visiting chunk by chunk, where a warp waits out one memory
+  // latency per chunk for its few marked vectors, one chunk after another
+  // (docs/decisions/2026-11-30-direct-gather-marked.md).
   static constexpr bool kGathers = kGathers_;
   // Vectors per thread in each gathered batch: the loads in flight before
-  // the first is used (the histogram pass's own count is kUnroll).
+  // the first is used (the histogram pass's own count is kLoadsInFlight).
   static constexpr int kGatherBatch = kGatherBatch_;
   // A warp none of whose lanes holds more than this many marked vectors of a
-  // chunk classifies only those (frontier.cuh, classify_chunk); 0: every
-  // slot of the chunk, unrolled.
+  // chunk classifies only those (selection/refinement.cuh, classify_chunk);
+  // 0: every slot of the chunk, unrolled.
   static constexpr int kSparseVectors = kSparseVectors_;
-  static constexpr int kBits = kUnroll <= 1 ? 1 : kUnroll <= 2 ? 2 : kUnroll <= 4 ? 4 : 8;  // a chunk's field
+  static constexpr int kBits = floor_mark_field_bits(kLoadsInFlight);  // a chunk's field
   static constexpr int kPerWord = 32 / kBits;
   static constexpr u32 kField = kBits == 32 ? ~0u : (1u << kBits) - 1u;
 
   u32* words;             // kWords * kThreads, shared
-  unsigned short* bins;   // kBinChunks * kThreads * kUnroll, shared, after the words
+  unsigned short* bins;   // kBinChunks * kThreads * kLoadsInFlight, shared, after the words
   int bin_first = 0;      // the row's first chunk with bins (for_row)
 
   // This row's marks: which of its chunks keep bins.
   SGTOPK_DEVICE FloorMarks for_row(const float* row, int len) const {
     FloorMarks m = *this;
-    const int chunks = chunk_count<kThreads * kUnroll>(vector_body(row, len).vectors);
+    const int chunks = chunk_count<kThreads * kLoadsInFlight>(vector_body(row, len).vectors);
     m.bin_first = kBinsAtEnd && chunks > kBinChunks ? chunks - kBinChunks : 0;
     return m;
   }
@@ -102,7 +95,7 @@ struct FloorMarks {
     const int binned = chunk.number - bin_first;
     if (kBinChunks > 0 && binned >= 0 && binned < kBinChunks) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+      for (int u = 0; u < kLoadsInFlight; ++u)
         if ((vectors >> u) & 1u)
           bins[bin_slot(binned, u, chunk.slot)] = static_cast<unsigned short>(coarse_key(chunk.vector_max(u)));
     }
@@ -134,7 +127,7 @@ struct FloorMarks {
     }
   }
 
-  // Pass 2: the vectors of chunk `number` to load (row_stream.cuh's `want`).
+  // Pass 2: the vectors of chunk `number` to load (row/traversal.cuh's `want`).
   SGTOPK_DEVICE u32 operator()(int number) const {
     if (number >= kWords * kPerWord) return ~0u;
     return (words[(number / kPerWord) * kThreads + static_cast<int>(threadIdx.x)] >> ((number % kPerWord) * kBits)) &
@@ -144,7 +137,7 @@ struct FloorMarks {
   // Can cursor() list a body of `vectors` 16-byte vectors? Not past the
   // planned words (never, for rows the plan admits: then chunk by chunk).
   static SGTOPK_DEVICE bool lists(int vectors) {
-    return chunk_count<kThreads * kUnroll>(vectors) <= kWords * kPerWord;
+    return chunk_count<kThreads * kLoadsInFlight>(vectors) <= kWords * kPerWord;
   }
 
   // This thread's marked vectors of the body, as body indices in ascending
@@ -163,23 +156,23 @@ struct FloorMarks {
       const int bit = __ffs(fields) - 1;
       fields &= fields - 1u;
       const int number = word * kPerWord + bit / kBits;
-      return (number * kUnroll + bit % kBits) * kThreads + static_cast<int>(threadIdx.x);
+      return (number * kLoadsInFlight + bit % kBits) * kThreads + static_cast<int>(threadIdx.x);
     }
   };
   SGTOPK_DEVICE Cursor cursor(int vectors) const {
-    const int chunks = chunk_count<kThreads * kUnroll>(vectors);
+    const int chunks = chunk_count<kThreads * kLoadsInFlight>(vectors);
     return Cursor{words, -1, (chunks + kPerWord - 1) / kPerWord - 1, 0u};
   }
 
   // Where v[u] of the `binned`-th chunk with bins, in thread slot `slot`, keeps its bin.
-  static SGTOPK_DEVICE int bin_slot(int binned, int u, int slot) { return (binned * kUnroll + u) * kThreads + slot; }
+  static SGTOPK_DEVICE int bin_slot(int binned, int u, int slot) { return (binned * kLoadsInFlight + u) * kThreads + slot; }
 };
 
 // No marks (register rows, the sampled family's recovery, plans without
 // the words): the classification pass reads everything.
-template <int kThreads, int kUnroll, int kSparseVectors_, bool kGathers_, int kGatherBatch_, int kBinChunks_,
+template <int kThreads, int kLoadsInFlight, int kSparseVectors_, bool kGathers_, int kGatherBatch_, int kBinChunks_,
           bool kBinsAtEnd_>
-struct FloorMarks<kThreads, kUnroll, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_>
+struct FloorMarks<kThreads, kLoadsInFlight, 0, kSparseVectors_, kGathers_, kGatherBatch_, kBinChunks_, kBinsAtEnd_>
     : EveryVector {
   static constexpr int kSharedWords = 0;
   SGTOPK_DEVICE FloorMarks for_row(const float*, int) const { return *this; }

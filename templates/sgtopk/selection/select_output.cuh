@@ -1,6 +1,6 @@
 // Writing one row's result: committed slots, short rows, the sorted option.
 #pragma once
-#include "sgtopk/keys.cuh"
+#include "sgtopk/util/keys.cuh"
 
 namespace sgtopk {
 

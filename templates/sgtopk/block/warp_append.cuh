@@ -1,6 +1,6 @@
 // Warp-aggregated append: one shared atomic per warp instead of per lane.
 #pragma once
-#include "sgtopk/common.cuh"
+#include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
 

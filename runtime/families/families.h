@@ -1,0 +1,31 @@
+// The kernel families the planner can choose from: one row each, with its
+// agent template and its planning function. A new family is one row in
+// families.cpp and one planning unit beside it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/plan.h"
+
+namespace sgtopk::detail {
+
+struct Family {
+  std::string name;          // "direct_exact": the name policies, the CLI and plans use
+  std::string agent_header;  // the agent template, e.g. "sgtopk/agent/direct_exact.cuh"
+  std::string agent;         // its type, instantiated with the generated Config
+  // Fills the plan's launch geometry, kernel constants and workspace.
+  void (*plan)(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+
+  std::string entry() const { return "sgtopk_select_" + name; }  // the extern "C" kernel
+};
+
+const std::vector<Family>& select_family_table();
+// nullptr when no family has that name.
+const Family* find_family(const std::string& name);
+
+// The planning units.
+void plan_direct_exact(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+
+}  // namespace sgtopk::detail

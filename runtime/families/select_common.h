@@ -1,0 +1,48 @@
+// What the select families share on the host: the body every one of them
+// runs (the direct-exact body is also the sampled family's recovery route),
+// its constants, and the persistent-worker launch geometry.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/plan.h"
+
+namespace sgtopk::detail {
+
+// What each select family sets for itself in the shared body.
+struct SelectBody {
+  int threads;
+  int loads_in_flight;          // per full-row pass
+  int small_group;              // refinement's rank-counting finish
+  int register_items = 0;       // short rows kept in registers (direct only)
+  int floor_mark_words = 0;     // pass 1's marks for pass 2 (direct only)
+  int marked_bin_chunks = 0;    // chunks whose marked vectors keep their bins (direct only)
+};
+
+int64_t next_pow2(int64_t n);
+
+// The slots of the sorted option's buffer: next_pow2(K) (1 when unsorted).
+int sort_slots(const Problem& p);
+
+// Dynamic shared memory of a select block (templates/sgtopk/abi.h), with
+// `floor_marks_words` of the direct family's marks.
+unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words = 0);
+
+// The most dynamic shared memory one block may opt into on `arch` ("sm_90");
+// 0: not known here.
+unsigned max_dynamic_shared_bytes(const std::string& arch);
+
+// The constants of the shared body, in every select family's Config.
+KernelConfig select_body_config(const Problem& p, const Policy& policy, const SelectBody& body);
+
+// One worker CTA of `threads` per row at a time, `workers_per_sm` of them
+// per SM (never more workers than rows): grid, block, occupancy hint and
+// shared memory (refused when the target cannot give it).
+void set_persistent_geometry(Plan& plan, int threads, int workers_per_sm, const Problem& p, const Policy& policy,
+                             const Target& target, int floor_marks_words = 0);
+
+// Each persistent worker owns one global frontier slice, so the workspace
+// scales with the worker pool, never with rows x width.
+uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers);
+
+}  // namespace sgtopk::detail

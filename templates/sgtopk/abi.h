@@ -1,0 +1,122 @@
+// Every fact the host and the kernels share, declared once: the launch
+// parameters, the workspace's row counters, the route-statistic slots, the
+// selection state and the shared-memory layout arithmetic. Plain C++17 with
+// no system header: the runtime compiles it as C++, NVRTC as a named header,
+// and both take sizes from these declarations.
+#pragma once
+
+#if defined(__CUDACC__)
+#define SGTOPK_ABI_FN __host__ __device__ constexpr
+#else
+#define SGTOPK_ABI_FN constexpr
+#endif
+
+namespace sgtopk {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Kernel parameters of a select launch, passed by value.
+struct SelectParams {
+  const float* scores;   // [rows][pitch]
+  const int* lengths;    // [rows] or null: every row has kWidth
+  const int* starts;     // [rows] or null
+  const int* live_rows;  // scalar or null: every row is live
+  int* indices;          // [rows][out_pitch]
+  float* values;         // [rows][out_pitch] or null
+  void* workspace;       // per-worker frontier slices (the sampled family: row counters first)
+  unsigned long long rows;          // row capacity (the plan's)
+  unsigned long long* route_stats;  // [kRouteStatSlots] or null (plans with kRouteStats)
+};
+
+// Counters at the start of a persistent family's workspace, restored by the
+// last worker out so that the next launch (or graph replay) starts from zero.
+struct RowClaims {
+  u32 next_row;          // rows claimed after the first wave
+  u32 finished_workers;  // workers that have claimed their last row
+};
+// Bytes reserved for them ahead of the frontier slices (keeps the slices aligned).
+constexpr unsigned kRowClaimsBytes = 256u;
+static_assert(sizeof(RowClaims) <= kRowClaimsBytes, "the row counters outgrew their reserved bytes");
+
+// Route statistics (include/sgtopk/route_stats.def): one counter per route a
+// row can take, the candidate volume, and the cycles per phase.
+enum RouteStat {
+#define SGTOPK_ROUTE_STAT(slot, name, text) k##name,
+#include "sgtopk/route_stats.def"
+#undef SGTOPK_ROUTE_STAT
+  kRouteStatSlots
+};
+
+// Coarse keys: 11 bits, 2048 bins (util/keys.cuh).
+constexpr int kCoarseBits = 11;
+constexpr int kCoarseBins = 1 << kCoarseBits;
+
+// Words of scratch the block scans use: the block sum's 32 warp offsets and
+// its total, then three per rank (bin, above, count) for up to two ranks
+// (and one spare, an even count of words in SelectionState).
+constexpr int kScanWords = 33;
+constexpr int kRankScratchWords = kScanWords + 3 * 2 + 1;
+
+// Shared state of one row's selection. Lives at the start of dynamic shared memory.
+struct SelectionState {
+  u32 histogram[kCoarseBins];
+  u32 uncounted;        // where branch-free counting sends what it does not count (never read)
+  u32 scratch[kRankScratchWords];
+  u32 committed;        // output slots filled
+  u32 frontier_count;   // candidates of the current group (may exceed capacity)
+  u32 next_count;       // candidates carried into the next round
+  u32 remaining;        // rank still to fill from the current group
+  u32 coarse_boundary;  // round-0 boundary bin
+  u32 done;
+  u32 floor_bin;        // coarse bins below it cannot hold the K-th value (histogram pass)
+  u32 floor_low_key;    // ordered_key of a proven floor bin's lowest number (-inf's until one is known)
+  float proposal_primary_low;     // sampled proposal: endpoint(tau0)
+  float proposal_secondary_low;   // sampled proposal: endpoint(tau1) <= endpoint(tau0)
+  float proposal_primary_high;    // fine proposal: the lowest number above tau0's bin (NaN when none)
+  float proposal_secondary_high;  // fine proposal: the same for tau1
+  float admit_low;         // sampled routes: the candidates are exactly the x >= admit_low
+  u32 admit_by_threshold;  // 1: round-1 membership is x >= admit_low; 0: the coarse boundary bin
+  u32 known_key_bits;      // high ordered-key bits the round-1 candidates share (DigitSchedule)
+  u32 frontier_high_key;   // sampled routes: the highest stored candidate's ordered key
+  u32 units_taken;         // the histogram pass's work units handed out (row/traversal.cuh, for_each_unit)
+  u64 prefix;              // rank_key >> shift(last resolved round)
+};
+
+// ---- the select families' shared memory: the selection state, then the
+// frontier (aliased by the sort buffer), then the direct family's floor marks.
+
+SGTOPK_ABI_FN unsigned selection_state_bytes() { return (static_cast<unsigned>(sizeof(SelectionState)) + 15u) / 16u * 16u; }
+SGTOPK_ABI_FN unsigned frontier_shared_bytes(int capacity) { return static_cast<unsigned>(capacity) * 8u; }
+SGTOPK_ABI_FN unsigned sort_buffer_bytes(bool sorted, int sort_slots) {
+  return sorted ? static_cast<unsigned>(sort_slots) * 8u : 0u;
+}
+
+// Floor marks (row/floor_marks.cuh): per thread, a field of loads_in_flight
+// bits, rounded up to a power of two, for each block-wide chunk of 16-byte
+// vectors of the row's body, packed in 32-bit words.
+SGTOPK_ABI_FN int floor_mark_field_bits(int loads_in_flight) {
+  return loads_in_flight <= 1 ? 1 : loads_in_flight <= 2 ? 2 : loads_in_flight <= 4 ? 4 : 8;
+}
+// Block-wide chunks (threads x loads_in_flight vectors) of a row of `width` scores.
+SGTOPK_ABI_FN long long body_chunks(long long width, int threads, int loads_in_flight) {
+  const long long chunk_vectors = static_cast<long long>(threads) * loads_in_flight;
+  return ((width + 3) / 4 + chunk_vectors - 1) / chunk_vectors;
+}
+// Words per thread for the marks of `chunks` chunks.
+SGTOPK_ABI_FN long long floor_mark_words(long long chunks, int loads_in_flight) {
+  const int per_word = 32 / floor_mark_field_bits(loads_in_flight);
+  return (chunks + per_word - 1) / per_word;
+}
+// Shared words of the marks, then of the marked vectors' highest bins (2
+// bytes each) for the first `bin_chunks` chunks.
+SGTOPK_ABI_FN int floor_marks_shared_words(int words, int threads, int bin_chunks, int loads_in_flight) {
+  return words * threads + (bin_chunks * threads * loads_in_flight + 1) / 2;
+}
+
+SGTOPK_ABI_FN unsigned select_shared_bytes(int frontier_capacity, bool sorted, int sort_slots, int floor_marks_words) {
+  const unsigned frontier = frontier_shared_bytes(frontier_capacity), sort = sort_buffer_bytes(sorted, sort_slots);
+  return selection_state_bytes() + (frontier > sort ? frontier : sort) + static_cast<unsigned>(floor_marks_words) * 4u;
+}
+
+}  // namespace sgtopk

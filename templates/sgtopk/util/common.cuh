@@ -1,0 +1,43 @@
+// Utilities every piece uses: the device-function qualifier, route counting,
+// phase clocks, the live row count, min and max. Compiled by NVRTC without
+// any system header: keep it self-contained.
+#pragma once
+#include "sgtopk/abi.h"
+#include "sgtopk/util/hardware.cuh"
+
+namespace sgtopk {
+
+#define SGTOPK_DEVICE __device__ __forceinline__
+
+template <bool kEnabled>
+SGTOPK_DEVICE void count_route(unsigned long long* stats, int slot, unsigned long long amount = 1ull) {
+  if (kEnabled && stats != nullptr && threadIdx.x == 0) atomicAdd(stats + slot, amount);
+}
+
+// Laps of thread 0's SM clock into the kCycles* slots.
+template <bool kEnabled>
+struct PhaseClock {
+  unsigned long long* stats;
+  long long last;
+  SGTOPK_DEVICE explicit PhaseClock(unsigned long long* s) : stats(s), last(kEnabled ? clock64() : 0) {}
+  SGTOPK_DEVICE void lap(int slot) {
+    if (!kEnabled) return;
+    const long long now = clock64();
+    count_route<kEnabled>(stats, slot, static_cast<unsigned long long>(now - last));
+    last = now;
+  }
+};
+
+// The live rows of this launch, read on the device so graphs can replay it.
+SGTOPK_DEVICE long long live_row_count(const SelectParams& p, long long capacity) {
+  if (p.live_rows == nullptr) return capacity;
+  long long live = *p.live_rows;
+  return live < 0 ? 0 : (live > capacity ? capacity : live);
+}
+
+template <typename T>
+SGTOPK_DEVICE T min_of(T a, T b) { return a < b ? a : b; }
+template <typename T>
+SGTOPK_DEVICE T max_of(T a, T b) { return a > b ? a : b; }
+
+}  // namespace sgtopk

@@ -1,0 +1,28 @@
+// The few things the templates need beyond C++, each behind one hook, so
+// that tools/emulate runs the same templates on the host: it defines
+// SGTOPK_EMULATE and its own hooks (tools/emulate/prelude.h).
+#pragma once
+
+#ifndef SGTOPK_EMULATE
+namespace sgtopk::hw {
+
+// x's FP16 bits, rounded to nearest even: one conversion-pipe instruction.
+__device__ __forceinline__ unsigned short f16_bits(float x) {
+  unsigned short half;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(half) : "f"(x));
+  return half;
+}
+// a's FP16 bits in the low half, b's in the high half: one ALU instruction.
+__device__ __forceinline__ unsigned f16x2_bits(float a, float b) {
+  unsigned halves;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(halves) : "f"(b), "f"(a));
+  return halves;
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+}  // namespace sgtopk::hw
+
+// The block's dynamic shared memory, and one variable shared by the block.
+#define SGTOPK_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#define SGTOPK_BLOCK_SHARED(type, name) __shared__ type name
+#endif
