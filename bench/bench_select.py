@@ -4,7 +4,7 @@
     python3 bench/bench_select.py --build build/release --out DIR \\
         --workload {operator-matrix,few-long-rows,many-short-rows,k-sweep,all} [--quick]
         [--scores indexer,iid] [--policy-toml TOML] [--family NAME] [--tag TAG]
-        [--shapes MxN[xK],...] [--time-budget-s S] [--no-torch]
+        [--shapes MxN[xK],...] [--stop-after-s S] [--no-torch]
 
 Per configuration: compile a plan (own workspace), generate the scores on the
 GPU, run once and VERIFY EXACTNESS on every row (contract section 1: K distinct
@@ -121,19 +121,19 @@ def route_stats(ctx, cfg, args, scores, lengths, stream, h):
                            family=args.family, own_workspace=True)
     try:
         with torch.cuda.stream(stream):
-            stats = torch.zeros(len(sg.ROUTE_STAT_NAMES), dtype=torch.int64, device=scores.device)
+            stats = torch.zeros(len(ctx.lib.route_stat_names()), dtype=torch.int64, device=scores.device)
             idx = torch.empty(M, K, dtype=torch.int32, device=scores.device)
         plan.select(sg.select_args(scores=scores, lengths=lengths, indices=idx, route_stats=stats), h)
         with torch.cuda.stream(stream):
             counts = [int(v) for v in stats.cpu().tolist()]
     finally:
         plan.close()
-    out = dict(zip(sg.ROUTE_STAT_NAMES, counts))
+    out = dict(zip(ctx.lib.route_stat_names(), counts))
     selected = out["primary"] + out["band"] + out["exact"] + out["no_view"]
     out["recovery_rate"] = (out["exact"] + out["no_view"]) / selected if selected else 0.0
     out["band_rate"] = out["band"] / selected if selected else 0.0
     out["candidates_per_row"] = out["candidates"] / (out["primary"] + out["band"]) if out["primary"] + out["band"] else 0.0
-    cycles = {n: out[n] for n in sg.ROUTE_STAT_NAMES if n.startswith("cycles_")}
+    cycles = {n: v for n, v in out.items() if n.startswith("cycles_")}
     total = sum(cycles.values())
     out["phase_share"] = {n[len("cycles_"):]: (v / total if total else 0.0) for n, v in cycles.items()}
     out["cycles_per_row"] = total / selected if selected else 0.0
@@ -684,7 +684,7 @@ def main(argv=None):
     ap.add_argument("--max-reps", type=int, default=100)
     ap.add_argument("--target-round-ms", type=float, default=25.0, help="aim for rounds this long (within reps bounds)")
     ap.add_argument("--max-gib", type=float, default=40.0, help="skip configurations whose score matrix is larger")
-    ap.add_argument("--time-budget-s", type=float, default=0.0, help="stop starting configurations after this (0: none)")
+    ap.add_argument("--stop-after-s", type=float, default=0.0, help="start no configuration after this many seconds (0: none)")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch.topk baseline")
     ap.add_argument("--bandwidth-gib", type=float, default=2.0, help="size of the streaming-read buffer")
     ap.add_argument("--baseline", action="append", default=[],
@@ -767,9 +767,9 @@ def main(argv=None):
         base = os.path.join(args.out, "%s-%s-%s%s" % (wl, date, commit, ("-" + tag) if tag else ""))
         todo = [(c, k) for c in cfgs for k in kinds]
         for i, (cfg, kind) in enumerate(todo, 1):
-            if args.time_budget_s and time.perf_counter() - t_begin > args.time_budget_s:
+            if args.stop_after_s and time.perf_counter() - t_begin > args.stop_after_s:
                 run = {"op": "select", "M": cfg["M"], "N": cfg["N"], "K": cfg["K"], "scores": kind,
-                       "lengths": cfg["lengths"], "skipped": "time budget (%.0f s) spent" % args.time_budget_s}
+                       "lengths": cfg["lengths"], "skipped": "not started after %.0f s (--stop-after-s)" % args.stop_after_s}
             else:
                 run = run_config(ctx, cfg, kind)
             doc["runs"].append(run)

@@ -3,10 +3,15 @@
 
     python3 bench/make_results_readme.py [--dir bench/results] [--out bench/results/README.md]
 
-For every (workload, tag) the latest file (by its date, then commit time order
-of the file name, then modification time) gives the table; older files are
-listed by name below it. Also the Markdown renderer bench_select.py uses for
-its per-run .md file (no torch needed here).
+bench/results/ keeps one record (a .json and its .md) per workload: the
+operator matrix with the planner's choice and with `--family direct_exact`
+(tag direct-ablation), few-long-rows, many-short-rows, k-sweep, margin-sweep,
+stride-sweep. Older records live in git history. For every (workload, tag)
+the latest file (by its date, then the time its run finished, then
+modification time) gives the table; a group with more than one file is
+reported on stderr, so the older one can be deleted. Also the Markdown
+renderer bench_select.py uses for its per-run .md file, and latest_records()
+for bench/make_performance_doc.py (no torch needed here).
 """
 
 import argparse
@@ -97,8 +102,13 @@ def render_table(doc, heading_level=2):
         meta += "; quick subset"
     out.append(meta)
     out.append("")
-    out.append("| M | N | K | scores | family | time ms | floor ms | ratio | torch ms | x faster than torch | exact |")
-    out.append("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|")
+    variants = any(r.get("variant") for r in doc.get("runs", []))
+    if variants:
+        out.append("| M | N | K | variant | scores | family | time ms | floor ms | ratio | torch ms | x faster than torch | exact |")
+        out.append("|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|")
+    else:
+        out.append("| M | N | K | scores | family | time ms | floor ms | ratio | torch ms | x faster than torch | exact |")
+        out.append("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|")
     for r in doc.get("runs", []):
         if r.get("op", "select") != "select":
             continue
@@ -114,8 +124,9 @@ def render_table(doc, heading_level=2):
             exact = "?"
         torch_ms = (r.get("baselines") or {}).get("torch_topk_ms")
         sp = r.get("speedup_vs_torch")
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r.get("M"), r.get("N"), r.get("K"), r.get("scores", "-"), r.get("family") or "-",
+        variant = ("%s | " % (r.get("variant") or "-")) if variants else ""
+        out.append("| %s | %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("M"), r.get("N"), r.get("K"), variant, r.get("scores", "-"), r.get("family") or "-",
             _fmt(r.get("time_ms"), 4), _fmt(r.get("floor_ms"), 4), _fmt(r.get("ratio"), 2),
             _fmt(torch_ms, 3), _fmt(sp, 2), exact))
     s = summarize(doc)
@@ -170,15 +181,10 @@ def _sort_key(path_doc):
     return (str(doc.get("date", "")), str(doc.get("finished", "")), os.path.getmtime(path))
 
 
-def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dir", default=os.path.join(here, "results"))
-    ap.add_argument("--out", default=None, help="default: DIR/README.md")
-    a = ap.parse_args(argv)
-    out_path = a.out or os.path.join(a.dir, "README.md")
+def load_groups(directory):
+    """{(workload, tag): [(path, doc), ...] oldest first} of the result files in directory."""
     groups = {}
-    for path in sorted(glob.glob(os.path.join(a.dir, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
         try:
             with open(path) as f:
                 doc = json.load(f)
@@ -188,7 +194,23 @@ def main(argv=None):
         if not isinstance(doc, dict) or "workload" not in doc or "runs" not in doc:
             continue
         groups.setdefault((doc["workload"], doc.get("tag") or ""), []).append((path, doc))
-    order = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep"]
+    return {k: sorted(v, key=_sort_key) for k, v in groups.items()}
+
+
+def latest_records(directory):
+    """{(workload, tag): (path, doc)}: the latest record of each workload."""
+    return {k: v[-1] for k, v in load_groups(directory).items()}
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=os.path.join(here, "results"))
+    ap.add_argument("--out", default=None, help="default: DIR/README.md")
+    a = ap.parse_args(argv)
+    out_path = a.out or os.path.join(a.dir, "README.md")
+    groups = load_groups(a.dir)
+    order = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep", "margin-sweep", "stride-sweep"]
     keys = sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
     lines = [
         "# Benchmark results",
@@ -196,21 +218,24 @@ def main(argv=None):
         "Generated by `bench/make_results_readme.py` from the JSON files in this folder "
         "(`bench/bench_select.py` writes them; the protocol is `/work/shared/design/BENCH.md`: "
         "CUDA-graph replays, every configuration verified exact first, floor = bytes that must move / "
-        "read bandwidth measured in the same run). The latest file of each workload is shown.",
+        "read bandwidth measured in the same run). One record per workload is kept here; older "
+        "records are in git history. A summary with the figures side by side is "
+        "`docs/performance.md` (`bench/make_performance_doc.py`).",
         "",
     ]
     if not keys:
         lines.append("No results yet.")
         lines.append("")
     for key in keys:
-        items = sorted(groups[key], key=_sort_key)
+        items = groups[key]
         path, doc = items[-1]
         lines.append(render_table(doc, heading_level=2).rstrip("\n"))
         lines.append("")
         lines.append("Source: `%s`." % os.path.basename(path))
         older = [os.path.basename(p) for p, _ in items[:-1]]
         if older:
-            lines.append("Older runs: " + ", ".join("`%s`" % o for o in reversed(older)) + ".")
+            print("%s [%s]: older records %s (keep one per workload: delete them, git keeps the history)"
+                  % (key[0], key[1] or "-", ", ".join(older)), file=sys.stderr)
         lines.append("")
     text = "\n".join(lines)
     with open(out_path + ".tmp", "w") as f:

@@ -16,8 +16,9 @@ the share of rows per route and the mean candidates of the certified rows.
 Why: whether a view policy makes rows underfill is a property of the scores,
 not of the GPU, and `sgtopk simulate`'s row families do not model the
 benchmark's sink and recency ramp. Checked against the H200's route
-statistics at 2048 x 262144 (bench/NOTES.md): band + exact 0% / 3.6% / 11%
-measured for view_block 1 / 8 / 16, 0% / 4.2% / 13.6% simulated (96 rows).
+statistics at 2048 x 262144: band + exact 0% / 3.6% / 11% measured for
+view_block 1 / 8 / 16, 0% / 4.2% / 13.6% simulated (96 rows; see
+docs/decisions/2026-11-30-sampled-blocked-view.md).
 Needs numpy (pip); imports bench_select.py for the generator's constants.
 """
 import argparse

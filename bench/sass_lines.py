@@ -14,8 +14,8 @@ ranges; with --baseline, the same for a second build and the differences.
 
 Static counts are not executed instructions (a loop body counts once, every
 inlined copy counts), but within one loop they move with the per-element
-cost, which is what the full-row passes are bound by (bench/NOTES.md, sixth
-session). nvdisasm is not in the Debian CUDA packages here: `pip install
+cost, which is what the full-row passes are bound by (docs/decisions/
+2026-11-30-full-row-passes-by-block-chunks.md). nvdisasm is not in the Debian CUDA packages here: `pip install
 nvidia-cuda-nvdisasm` provides it (set NVDISASM to its path, or put it on
 PATH); nvcc from the CUDA toolkit.
 """
