@@ -180,8 +180,9 @@ class Library:
         d.sgtopk_version_string.restype = ctypes.c_char_p
         d.sgtopk_status_string.argtypes = [ctypes.c_int]
         d.sgtopk_status_string.restype = ctypes.c_char_p
-        d.sgtopk_route_stat_name.argtypes = [ctypes.c_int]
-        d.sgtopk_route_stat_name.restype = ctypes.c_char_p
+        if hasattr(d, "sgtopk_route_stat_name"):
+            d.sgtopk_route_stat_name.argtypes = [ctypes.c_int]
+            d.sgtopk_route_stat_name.restype = ctypes.c_char_p
         d.sgtopk_last_error.argtypes = []
         d.sgtopk_last_error.restype = ctypes.c_char_p
         d.sgtopk_compile.argtypes = [ctypes.POINTER(Problem), ctypes.POINTER(CompileOptions), ctypes.POINTER(P)]
@@ -210,6 +211,9 @@ class Library:
 
     def route_stat_names(self):
         """The slots of the route statistics buffer (uint64 each), as the library names them."""
+        if not hasattr(self.dll, "sgtopk_route_stat_name"):  # a library from before the function (A/B runs)
+            return ["short", "no_view", "primary", "band", "exact", "candidates",
+                    "cycles_proposal", "cycles_certification", "cycles_recovery", "cycles_refinement"]
         names = []
         while (name := self.dll.sgtopk_route_stat_name(len(names))) is not None:
             names.append(_str(name))

@@ -37,6 +37,7 @@
 #include "runtime/policy.h"
 #include "runtime/problem.h"
 #include "runtime/target.h"
+#include "support/key_probes.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -997,4 +998,23 @@ TEST(JitKeepSources, AnUnwritableFileInTheFolderStillCompiles) {
   }
   std::error_code ec;
   fs::remove_all(root, ec);
+}
+
+// The device-key probes of tests/gpu/test_keys_gpu.cpp compile against the
+// embedded templates (the GPU runs them; this catches a template change that
+// breaks them without a GPU).
+TEST(JitKeyProbes, CompileForSm90) {
+  for (const auto& [text, entry] : {std::pair{sgtopk::testing::kProbeSource, "sgtopk_keys_probe"},
+                                    std::pair{sgtopk::testing::kPairExhaustiveSource, "sgtopk_pair_exhaustive"}}) {
+    GeneratedSource source;
+    source.name = std::string(entry) + ".cu";
+    source.entry = entry;
+    source.text = text;
+    for (const EmbeddedHeader& h : embedded_headers()) source.headers.emplace_back(h.name, h.text);
+    std::vector<char> cubin;
+    EXPECT_NO_THROW(cubin = compile_cubin(source, {"--gpu-architecture=sm_90", "--std=c++17", "-default-device"},
+                                          "sm_90", std::string("jit-test-") + entry))
+        << entry;
+    EXPECT_FALSE(cubin.empty()) << entry;
+  }
 }
