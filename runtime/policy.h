@@ -32,6 +32,10 @@
     "scores, and one CTA streams while the other refines; docs/decisions/2026-12-01-direct-two-ctas-per-sm.md)") \
   X(INT, workers_per_sm, 2, (1, 8), \
     "persistent worker CTAs per SM for streamed rows") \
+  X(BOOL, row_per_sm, true, (), \
+    "a launch of no more rows than SMs gives each streamed row one CTA of its SM's threads\n" \
+    "(block_threads x workers_per_sm, at most 1024), since no second row would share the SM;\n" \
+    "false: CTAs of block_threads as for more rows") \
   X(INT, register_block_threads, 1024, (128, 1024, kPow2), \
     "threads per CTA for rows kept in registers, with as many threads per SM as\n" \
     "block_threads x workers_per_sm (at least one CTA)") \

@@ -18,7 +18,7 @@ void plan_direct_exact(Plan& plan, const Problem& p, const Policy& policy, const
   // 1024), since no second row would share the SM.
   const int threads_per_sm = d.block_threads * d.workers_per_sm;
   const bool in_registers = p.width <= int64_t{d.register_block_threads} * d.items_per_thread;
-  const bool row_per_sm = !in_registers && d.workers_per_sm > 1 && p.rows <= target.sm_count;
+  const bool row_per_sm = d.row_per_sm && !in_registers && d.workers_per_sm > 1 && p.rows <= target.sm_count;
   const int threads = in_registers ? d.register_block_threads
                       : row_per_sm ? std::min(1024, threads_per_sm)
                                    : d.block_threads;
