@@ -405,6 +405,14 @@ TEST(JitPlanner, DirectRowsTakeTheirSMsThreadsWhenRowsAreFew) {
     EXPECT_EQ(few.grid, static_cast<unsigned>(rows)) << rows;
   }
   EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "direct_exact", 133).block, 512u);
+  // select.direct.row_per_sm = false: few rows keep block_threads CTAs.
+  Policy off = d;
+  off.direct.row_per_sm = false;
+  const Plan kept = plan_for(2048, 131072, 0, "sm_90", off, "direct_exact", 64);
+  EXPECT_EQ(kept.block, 512u);
+  EXPECT_EQ(kept.min_blocks_per_sm, 2u);
+  EXPECT_EQ(kept.grid, 64u);
+  EXPECT_EQ(sgtopk::detail::parse_policy_string("[select.direct]\nrow_per_sm = false\n"), off);
   // Register rows keep their own CTA size whatever the rows.
   EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).block, 1024u);
   EXPECT_EQ(plan_for(2048, 8000, 0, "sm_90", d, "direct_exact", 4096).min_blocks_per_sm, 1u);
