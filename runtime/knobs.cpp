@@ -1,21 +1,15 @@
 #include "runtime/knobs.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 namespace sgtopk::detail {
 
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? std::string(v) : fallback;
-}
-
-bool env_flag(const char* name) {
-  std::string v = env_or(name, "0");
-  return !(v == "0" || v == "false" || v == "no" || v == "off");
-}
 
 std::string default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/sgtopk";
@@ -23,13 +17,51 @@ std::string default_cache_dir() {
   return "/tmp/sgtopk-cache";
 }
 
+// Knobs are read before the logger (which reads SGTOPK_VERBOSE), so a bad
+// value is reported here, once per variable and value.
+void report_bad(const char* variable, const std::string& value, const char* expected, const std::string& used) {
+  static std::mutex mutex;
+  static std::vector<std::string> seen;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string key = std::string(variable) + "=" + value;
+  if (std::find(seen.begin(), seen.end(), key) != seen.end()) return;
+  seen.push_back(key);
+  std::fprintf(stderr, "sgtopk: warning: %s=\"%s\" is not %s; using %s\n", variable, value.c_str(), expected,
+               used.c_str());
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::string read_PATH(const char* name, const std::string& fallback) { return env(name).value_or(fallback); }
+
+bool read_FLAG(const char* name, bool fallback) {
+  const std::optional<std::string> v = env(name);
+  if (!v) return fallback;
+  std::string s = *v;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  report_bad(name, *v, "a flag (0/1, false/true, no/yes, off/on)", fallback ? "1" : "0");
+  return fallback;
+}
+
+int read_LEVEL(const char* name, int fallback) {
+  const std::optional<std::string> v = env(name);
+  if (!v) return fallback;
+  if (*v == "0" || *v == "1" || *v == "2") return (*v)[0] - '0';
+  report_bad(name, *v, "a level (0, 1 or 2)", std::to_string(fallback));
+  return fallback;
+}
+
 Knobs read_knobs() {
   Knobs k;
-  k.cache_dir = env_or("SGTOPK_CACHE_DIR", default_cache_dir());
-  k.verbose = std::atoi(env_or("SGTOPK_VERBOSE", "1").c_str());
-  k.keep_sources = env_flag("SGTOPK_KEEP_SOURCES");
-  k.disable_disk_cache = env_flag("SGTOPK_DISABLE_DISK_CACHE");
-  k.dump_dir = env_or("SGTOPK_DUMP_DIR", k.cache_dir + "/dumps");
+#define SGTOPK_KNOB_READ(kind, member, variable, value, text, help) k.member = read_##kind(variable, value);
+  SGTOPK_ENV_KNOBS(SGTOPK_KNOB_READ)
+#undef SGTOPK_KNOB_READ
   return k;
 }
 
@@ -40,11 +72,9 @@ Knobs g_knobs = read_knobs();
 
 const std::vector<Knob>& all_knobs() {
   static const std::vector<Knob> table = {
-      {"SGTOPK_CACHE_DIR", "$XDG_CACHE_HOME/sgtopk or ~/.cache/sgtopk", "directory of the on-disk cubin cache"},
-      {"SGTOPK_VERBOSE", "1", "0: silent, 1: warnings, 2: also compile/cache events"},
-      {"SGTOPK_KEEP_SOURCES", "0", "1: write every generated kernel source under SGTOPK_DUMP_DIR"},
-      {"SGTOPK_DISABLE_DISK_CACHE", "0", "1: cache compiled kernels in memory only"},
-      {"SGTOPK_DUMP_DIR", "$SGTOPK_CACHE_DIR/dumps", "where failed-compile reproductions and kept sources go"},
+#define SGTOPK_KNOB_ROW(kind, member, variable, value, text, help) {variable, text, help},
+      SGTOPK_ENV_KNOBS(SGTOPK_KNOB_ROW)
+#undef SGTOPK_KNOB_ROW
   };
   return table;
 }

@@ -423,6 +423,23 @@ TEST_F(CliTest, EnvListsEveryKnob) {
   EXPECT_TRUE(contains(r.out, cache_.string())) << r.show();
 }
 
+// Knobs are typed: OFF reads as off, a value of no kind is named, then the
+// default is used (never silently).
+TEST_F(CliTest, EnvironmentKnobsParseByKind) {
+  const CliResult off = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "SGTOPK_DISABLE_DISK_CACHE=OFF");
+  ASSERT_EQ(off.exit_code, 0) << off.show();
+  EXPECT_TRUE(warning_lines(off.all()).empty()) << off.show();
+  EXPECT_EQ(cache_entries(cache_).size(), 1u) << "OFF keeps the disk cache on\n" << off.show();
+
+  const CliResult on = run("env", "SGTOPK_DISABLE_DISK_CACHE=Yes");
+  EXPECT_TRUE(warning_lines(on.err).empty()) << on.show();
+
+  const CliResult bad = run("env", "SGTOPK_DISABLE_DISK_CACHE=maybe SGTOPK_VERBOSE=loud");
+  EXPECT_EQ(bad.exit_code, 0) << bad.show();
+  EXPECT_TRUE(contains(bad.err, "SGTOPK_DISABLE_DISK_CACHE=\"maybe\" is not a flag")) << bad.show();
+  EXPECT_TRUE(contains(bad.err, "SGTOPK_VERBOSE=\"loud\" is not a level (0, 1 or 2); using 1")) << bad.show();
+}
+
 TEST_F(CliTest, SelftestSkipsWithoutAGpu) {
   if (void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
     ::dlclose(handle);
