@@ -448,13 +448,11 @@ int cmd_selftest(int argc, char** argv) {
       // The first launch's routes only: the graph replays below add to the same buffer.
       uint64_t stats[SGTOPK_ROUTE_STAT_SLOTS] = {};
       sgtopk::detail::check_cuda(cu.cuMemcpyDtoH(stats, d_stats.ptr, sizeof stats), "cuMemcpyDtoH");
-      std::printf("routes: short=%llu no_view=%llu primary=%llu band=%llu exact=%llu candidates=%llu\n",
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_SHORT]),
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_NO_VIEW]),
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_PRIMARY]),
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_BAND]),
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_EXACT]),
-                  static_cast<unsigned long long>(stats[SGTOPK_ROUTE_CANDIDATES]));
+      // Every slot, named by the library (the cycle slots too).
+      std::printf("routes:");
+      for (int slot = 0; slot < SGTOPK_ROUTE_STAT_SLOTS; ++slot)
+        std::printf(" %s=%llu", sgtopk_route_stat_name(slot), static_cast<unsigned long long>(stats[slot]));
+      std::printf("\n");
     }
 
     // Time graph replays with events.
