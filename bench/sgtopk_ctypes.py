@@ -97,6 +97,7 @@ class PlanInfo(ctypes.Structure):
         ("from_cache", ctypes.c_int32),
         ("compile_ms", ctypes.c_double),
         ("load_ms", ctypes.c_double),
+        ("on_disk", ctypes.c_int32),
     ]
 
 
@@ -284,6 +285,7 @@ class Plan:
             "from_cache_text": FROM_CACHE_NAMES.get(int(i.from_cache), str(i.from_cache)),
             "compile_ms": float(i.compile_ms),
             "load_ms": float(i.load_ms),
+            "on_disk": bool(i.on_disk),
         }
 
     @property

@@ -87,17 +87,17 @@ std::string probe_writable(const fs::path& dir) {
 
 }  // namespace
 
-DiskCache::DiskCache(fs::path dir, bool disabled) : dir_(std::move(dir)) {
+DiskCache::DiskCache(fs::path dir, bool disabled, bool read_only) : dir_(std::move(dir)) {
   if (disabled || dir_.empty()) return;
   std::error_code ec;
-  fs::create_directories(dir_, ec);
+  if (!read_only) fs::create_directories(dir_, ec);
   std::string why;
-  if (ec) {
+  if (ec && !fs::is_directory(dir_)) {
     why = "cannot create it: " + ec.message();
   } else if (!fs::is_directory(dir_, ec)) {
-    why = "it is not a directory";
-  } else if (std::string err = probe_writable(dir_); !err.empty()) {
-    why = "it is not writable: " + err;
+    why = read_only ? "it is not a directory (read-only use asked for)" : "it is not a directory";
+  } else if (::access(dir_.c_str(), R_OK | X_OK) != 0) {
+    why = "it cannot be read: " + errno_text(errno);
   }
   if (!why.empty()) {
     log_warning_once("cache-dir:" + dir_.string(), "kernel cache directory '" + dir_.string() + "' unusable (" + why +
@@ -105,6 +105,14 @@ DiskCache::DiskCache(fs::path dir, bool disabled) : dir_(std::move(dir)) {
     return;
   }
   enabled_ = true;
+  if (read_only) return;
+  if (std::string err = probe_writable(dir_); !err.empty()) {
+    log_warning_once("cache-dir:" + dir_.string(), "kernel cache directory '" + dir_.string() +
+                                                       "' is not writable (" + err +
+                                                       "): its kernels are used, new ones are kept in memory only");
+    return;
+  }
+  writable_ = true;
 }
 
 fs::path DiskCache::entry_path(const CacheKey& key) const {
@@ -190,7 +198,9 @@ std::optional<std::vector<char>> DiskCache::load(const CacheKey& key, const std:
   // replaced it with a fresh one since we read it (different inode).
   struct stat now {};
   std::string removed = "removed";
-  if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+  if (!writable_) {
+    removed = "left in place: the cache is read-only";
+  } else if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) removed = "could not remove it: " + errno_text(errno);
   } else {
     removed = "already replaced";
@@ -199,13 +209,13 @@ std::optional<std::vector<char>> DiskCache::load(const CacheKey& key, const std:
   return std::nullopt;
 }
 
-void DiskCache::store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const {
-  if (!enabled_ || cubin.empty()) return;  // an empty payload is never a loadable kernel
+bool DiskCache::store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const {
+  if (!writable_ || cubin.empty()) return false;  // an empty payload is never a loadable kernel
   const fs::path path = entry_path(key);
   const std::string topic = "cache-write:" + dir_.string();
   if (manifest.size() > kMaxManifestBytes) {
     log_warning_once(topic, "kernel cache manifest too large (" + std::to_string(manifest.size()) + " bytes); not stored");
-    return;
+    return false;
   }
 
   std::error_code ec;
@@ -213,7 +223,7 @@ void DiskCache::store(const CacheKey& key, const std::string& manifest, const st
   if (ec) {
     log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + ec.message() +
                                 "; caching in memory only");
-    return;
+    return false;
   }
 
   char header[kHeaderBytes];
@@ -230,7 +240,7 @@ void DiskCache::store(const CacheKey& key, const std::string& manifest, const st
   if (fd < 0) {
     log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + errno_text(errno) +
                                 "; caching in memory only");
-    return;
+    return false;
   }
   int err = write_all(fd, header, sizeof header);
   if (err == 0) err = write_all(fd, manifest.data(), manifest.size());
@@ -242,13 +252,14 @@ void DiskCache::store(const CacheKey& key, const std::string& manifest, const st
     ::unlink(tmp.c_str());
     log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + errno_text(err) +
                                 "; caching in memory only");
-    return;
+    return false;
   }
   // Make the rename itself durable; best effort.
   if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+  return true;
 }
 
 }  // namespace sgtopk::detail

@@ -34,11 +34,15 @@ inline constexpr char kCacheEntryExtension[] = ".sgtopkbin";
 class DiskCache {
  public:
   // dir empty or disabled=true -> memory-only, silently. If the directory
-  // cannot be created or is not writable -> memory-only with one warning
-  // naming the directory and the reason.
-  DiskCache(std::filesystem::path dir, bool disabled);
+  // cannot be created or is not a directory -> memory-only with one warning
+  // naming the directory and the reason. A directory that can be read but
+  // not written (a read-only mount, another user's, or read_only=true) is
+  // read: its valid entries are used, and new kernels stay in memory (one
+  // warning, unless read_only was asked for).
+  DiskCache(std::filesystem::path dir, bool disabled, bool read_only = false);
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_; }    // entries are read
+  bool writable() const { return writable_; }  // new entries are stored
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path entry_path(const CacheKey& key) const;
 
@@ -48,12 +52,14 @@ class DiskCache {
   std::optional<std::vector<char>> load(const CacheKey& key, const std::string& manifest) const;
 
   // Atomic publish (temp file, fsync, rename). Never publishes an empty
-  // payload. A failing write warns once per directory and never throws.
-  void store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const;
+  // payload. Returns whether the entry is now on disk; a failing write warns
+  // once per directory and never throws.
+  bool store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const;
 
  private:
   std::filesystem::path dir_;
   bool enabled_ = false;
+  bool writable_ = false;
 };
 
 }  // namespace sgtopk::detail

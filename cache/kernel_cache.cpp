@@ -12,16 +12,16 @@ KernelCache::KernelCache(DiskCache disk) : disk_(std::move(disk)) {}
 
 CachedBinary KernelCache::get_or_compile(const CacheKey& key, const std::string& manifest,
                                          const std::function<std::vector<char>()>& compile) {
-  std::promise<Binary> promise;
+  std::promise<Entry> promise;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (auto it = entries_.find(key); it != entries_.end()) {
-      std::shared_future<Binary> pending = it->second;
+      std::shared_future<Entry> pending = it->second;
       lock.unlock();
-      Binary cubin = pending.get();  // waits for the thread in flight; rethrows its failure
+      Entry entry = pending.get();  // waits for the thread in flight; rethrows its failure
       std::lock_guard<std::mutex> relock(mutex_);
       ++stats_.memory_hits;
-      return {std::move(cubin), CacheSource::memory, 0.0};
+      return {std::move(entry.cubin), CacheSource::memory, 0.0, entry.on_disk};
     }
     // We lead this key: publish a pending entry so others wait on us.
     entries_.emplace(key, promise.get_future().share());
@@ -54,18 +54,19 @@ CachedBinary KernelCache::get_or_compile(const CacheKey& key, const std::string&
     throw;
   }
 
-  promise.set_value(cubin);  // wake the waiters before the (fsync'ing) disk write
-  if (source == CacheSource::compiled) disk_.store(key, manifest, *cubin);
+  const bool on_disk = source == CacheSource::disk || disk_.store(key, manifest, *cubin);
+  promise.set_value(Entry{cubin, on_disk});
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++(source == CacheSource::compiled ? stats_.compiled : stats_.disk_hits);
+    if (source == CacheSource::compiled && !on_disk && disk_.writable()) ++stats_.store_failures;
   }
   if (source == CacheSource::compiled) {
     log_info("kernel cache: compiled " + key.hex() + " in " + std::to_string(ms) + " ms");
   } else {
     log_info("kernel cache: disk hit " + key.hex());
   }
-  return {std::move(cubin), source, ms};
+  return {std::move(cubin), source, ms, on_disk};
 }
 
 KernelCache::Stats KernelCache::stats() const {

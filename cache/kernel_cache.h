@@ -23,6 +23,7 @@ struct CachedBinary {
   std::shared_ptr<const std::vector<char>> cubin;
   CacheSource source;
   double compile_ms = 0;
+  bool on_disk = false;  // the key's entry is in the disk cache (read from it, or stored)
 };
 
 class KernelCache {
@@ -32,6 +33,7 @@ class KernelCache {
   // Memory hit -> memory; else disk hit -> disk (and kept in memory); else runs
   // `compile` once per key in this process (concurrent callers wait and get
   // source=memory), stores the result to disk and returns source=compiled.
+  // Waiters wake once the store is done, so every caller's on_disk is final.
   // If `compile` throws (or returns an empty binary), nothing is cached, the
   // exception reaches every waiter, and a later call compiles again.
   CachedBinary get_or_compile(const CacheKey& key, const std::string& manifest,
@@ -40,19 +42,24 @@ class KernelCache {
   const DiskCache& disk() const { return disk_; }
 
   // memory_hits counts callers served from memory, including those that waited
-  // for another thread's load or compile; failed counts compiles that threw.
+  // for another thread's load or compile; failed counts compiles that threw;
+  // store_failures compiled kernels a writable disk cache failed to keep.
   struct Stats {
-    uint64_t memory_hits = 0, disk_hits = 0, compiled = 0, failed = 0;
+    uint64_t memory_hits = 0, disk_hits = 0, compiled = 0, failed = 0, store_failures = 0;
   };
   Stats stats() const;
 
  private:
   using Binary = std::shared_ptr<const std::vector<char>>;
+  struct Entry {
+    Binary cubin;
+    bool on_disk = false;
+  };
 
   DiskCache disk_;
   mutable std::mutex mutex_;
   // A ready future is a memory hit; a pending one is a load/compile in flight.
-  std::unordered_map<CacheKey, std::shared_future<Binary>, CacheKeyHash> entries_;
+  std::unordered_map<CacheKey, std::shared_future<Entry>, CacheKeyHash> entries_;
   Stats stats_;
 };
 

@@ -3,6 +3,7 @@
 // across it and nothing aborts.
 #include <sgtopk/sgtopk.h>
 
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <string>
@@ -125,7 +126,9 @@ sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info* info) {
   return guarded([&] {
     if (plan == nullptr) detail::invalid_argument("plan is NULL");
     if (info == nullptr) detail::invalid_argument("info is NULL");
-    if (info->struct_size < sizeof(sgtopk_plan_info))
+    // Callers built before on_disk existed pass the shorter struct.
+    constexpr size_t kFirstSize = offsetof(sgtopk_plan_info, on_disk);
+    if (info->struct_size < kFirstSize)
       detail::invalid_argument("info.struct_size is " + std::to_string(info->struct_size) +
                                ": initialize it with SGTOPK_PLAN_INFO_INIT");
     const detail::CompiledPlan& c = *plan->compiled;
@@ -142,6 +145,7 @@ sgtopk_status sgtopk_plan_describe(sgtopk_plan plan, sgtopk_plan_info* info) {
     info->from_cache = static_cast<int32_t>(c.source);
     info->compile_ms = c.compile_ms;
     info->load_ms = c.kernel ? c.kernel->load_ms : 0.0;
+    if (info->struct_size >= sizeof(sgtopk_plan_info)) info->on_disk = c.on_disk ? 1 : 0;
   });
 }
 

@@ -8,7 +8,7 @@ namespace sgtopk::detail {
 
 KernelCache& global_kernel_cache() {
   // Never destroyed: kernels may still be requested from threads running at exit.
-  static KernelCache* cache = new KernelCache(DiskCache(knobs().cache_dir, knobs().disable_disk_cache));
+  static KernelCache* cache = new KernelCache(DiskCache(knobs().cache_dir, knobs().disable_disk_cache, knobs().cache_read_only));
   return *cache;
 }
 

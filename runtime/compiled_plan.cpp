@@ -60,6 +60,7 @@ std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem_in, con
   compiled->cubin = binary.cubin;
   compiled->source = binary.source;
   compiled->compile_ms = binary.compile_ms;
+  compiled->on_disk = binary.on_disk;
 
   if (compiled->target.device >= 0) {
     compiled->kernel = load_kernel(compiled->target.context, request.key.hex(), *compiled->cubin, plan.entry,
@@ -82,6 +83,7 @@ std::string describe_plan(const CompiledPlan& c) {
     << "launch:    grid " << p.grid << " x block " << p.block << ", dynamic shared " << p.dynamic_smem_bytes << " B\n"
     << "workspace: " << p.workspace_bytes << " B\n"
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
+    << "on disk:   " << (c.on_disk ? "yes" : "no (the disk cache is off or read-only, or the store failed)") << "\n"
     << "compile:   " << c.compile_ms << " ms" << (c.kernel ? ", load " + std::to_string(c.kernel->load_ms) + " ms" : "") << "\n"
     << "constants:\n";
   for (const auto& [name, value] : p.config.entries())

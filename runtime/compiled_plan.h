@@ -27,6 +27,7 @@ struct CompiledPlan {
   CacheKey key;
   CacheSource source = CacheSource::compiled;
   double compile_ms = 0;  // NVRTC time, 0 when served from a cache
+  bool on_disk = false;   // the kernel's entry is in the disk cache
   std::shared_ptr<const std::vector<char>> cubin;
   std::shared_ptr<LoadedKernel> kernel;  // null when compile-only
   DeviceWorkspace own_workspace;         // the plan's own, when asked for

@@ -15,6 +15,8 @@
     "directory of the on-disk cubin cache")                                                                  \
   X(FLAG, disable_disk_cache, "SGTOPK_DISABLE_DISK_CACHE", false, "0",                                       \
     "1: cache compiled kernels in memory only")                                                              \
+  X(FLAG, cache_read_only, "SGTOPK_CACHE_READ_ONLY", false, "0",                                             \
+    "1: read the disk cache (a shipped, prewarmed one) but never write it")                                  \
   X(LEVEL, verbose, "SGTOPK_VERBOSE", 1, "1", "0: silent, 1: warnings, 2: also compile/cache events")         \
   X(FLAG, keep_sources, "SGTOPK_KEEP_SOURCES", false, "0",                                                   \
     "1: write every generated kernel source under SGTOPK_DUMP_DIR")                                          \

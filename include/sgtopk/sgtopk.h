@@ -139,8 +139,10 @@ typedef struct sgtopk_plan_info {
   int32_t from_cache;       /* 0: compiled now; 1: memory cache; 2: disk cache */
   double compile_ms;        /* NVRTC time (0 when served from a cache) */
   double load_ms;           /* module load time (0 when compile-only) */
+  int32_t on_disk;          /* 1: the kernel's entry is in the disk cache (read from it, or stored now);
+                             * 0: in memory only (disk cache off or read-only, or the store failed) */
 } sgtopk_plan_info;
-#define SGTOPK_PLAN_INFO_INIT {sizeof(sgtopk_plan_info), NULL, NULL, NULL, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0.0, 0.0}
+#define SGTOPK_PLAN_INFO_INIT {sizeof(sgtopk_plan_info), NULL, NULL, NULL, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0.0, 0.0, 0}
 
 SGTOPK_API const char* sgtopk_version_string(void);
 SGTOPK_API const char* sgtopk_status_string(sgtopk_status status);

@@ -177,6 +177,29 @@ TEST(ApiProblem, RouteStatsFlagIsAccepted) {
   EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
 }
 
+// sgtopk_plan_info.on_disk says whether the kernel's entry is in the disk
+// cache (the test process caches under a fresh temporary directory); callers
+// built before the field existed pass the shorter struct and keep working.
+TEST(ApiProblem, PlanInfoSaysWhetherTheKernelIsOnDisk) {
+  const sgtopk_problem p = good_problem();
+  const sgtopk_compile_options o = compile_only();
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  info.on_disk = -7;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_EQ(info.on_disk, 1);
+  EXPECT_TRUE(contains(sgtopk_plan_text(plan), "on disk:   yes")) << sgtopk_plan_text(plan);
+
+  sgtopk_plan_info older = SGTOPK_PLAN_INFO_INIT;
+  older.struct_size = static_cast<uint32_t>(offsetof(sgtopk_plan_info, on_disk));
+  older.on_disk = -7;  // past the caller's struct: never written
+  ASSERT_EQ(sgtopk_plan_describe(plan, &older), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_EQ(older.on_disk, -7);
+  EXPECT_STREQ(older.cache_key, info.cache_key);
+  EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+}
+
 TEST(ApiProblem, BadDtype) {
   expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.dtype = enum_from_int<sgtopk_dtype>(7); },
                   SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=7 is invalid"});

@@ -304,10 +304,14 @@ TEST_F(CacheTest, MemoryHit) {
   EXPECT_EQ(b.source, CacheSource::memory);
   EXPECT_EQ(a.cubin, b.cubin);
   EXPECT_EQ(c.calls.load(), 1);
+  EXPECT_TRUE(a.on_disk);  // stored before the call returned
+  EXPECT_TRUE(b.on_disk);
+  EXPECT_TRUE(fs::exists(kc.disk().entry_path(key_)));
   const KernelCache::Stats s = kc.stats();
   EXPECT_EQ(s.compiled, 1u);
   EXPECT_EQ(s.memory_hits, 1u);
   EXPECT_EQ(s.disk_hits, 0u);
+  EXPECT_EQ(s.store_failures, 0u);
 }
 
 TEST_F(CacheTest, DifferentKeysAreIndependent) {
@@ -436,8 +440,14 @@ void expect_memory_only(const fs::path& dir) {
   EXPECT_EQ(c.calls.load(), 1);
 }
 
+// A directory this user cannot write (not root: root writes anyway) is still
+// read: its entries serve, new kernels stay in memory, one warning says so.
 TEST_F(CacheTest, ReadOnlyDirectory) {
-  ASSERT_TRUE(fs::create_directories(dir_));
+  CountingCompile c{make_payload(512, 8)};
+  {
+    KernelCache writer(DiskCache(dir_, false));
+    ASSERT_TRUE(writer.get_or_compile(key_, manifest_, c.fn()).on_disk);
+  }
   ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
   const fs::path probe = dir_ / "probe";
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -445,10 +455,60 @@ TEST_F(CacheTest, ReadOnlyDirectory) {
     ::close(fd);
     ::unlink(probe.c_str());
     GTEST_SKIP() << "running as root: permissions are not enforced, so a 0555 directory is still writable "
-                    "(UncreatableDirectory covers the degraded path instead)";
+                    "(ReadOnlyModeServesEntriesAndWritesNothing covers the read-only cache as root)";
   }
-  expect_memory_only(dir_);
-  EXPECT_TRUE(files_under(dir_).empty());
+  ::testing::internal::CaptureStderr();
+  KernelCache kc(DiskCache(dir_, false));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(kc.disk().enabled());
+  EXPECT_FALSE(kc.disk().writable());
+  EXPECT_EQ(count_warnings(err), 1) << err;
+  EXPECT_NE(err.find("not writable"), std::string::npos) << err;
+  const CachedBinary hit = kc.get_or_compile(key_, manifest_, c.fn());
+  EXPECT_EQ(hit.source, CacheSource::disk);
+  EXPECT_TRUE(hit.on_disk);
+  EXPECT_EQ(c.calls.load(), 1);  // only the writer compiled
+}
+
+// The read-only mode (SGTOPK_CACHE_READ_ONLY, or a read-only mount): a
+// shipped cache serves its kernels and is never written, even by root.
+TEST_F(CacheTest, ReadOnlyModeServesEntriesAndWritesNothing) {
+  CountingCompile c{make_payload(512, 8)};
+  {
+    KernelCache writer(DiskCache(dir_, false));
+    ASSERT_TRUE(writer.get_or_compile(key_, manifest_, c.fn()).on_disk);
+  }
+  const auto before = files_under(dir_);
+  ::testing::internal::CaptureStderr();
+  KernelCache kc(DiskCache(dir_, false, /*read_only=*/true));
+  ASSERT_TRUE(kc.disk().enabled());
+  ASSERT_FALSE(kc.disk().writable());
+  const CachedBinary hit = kc.get_or_compile(key_, manifest_, c.fn());
+  EXPECT_EQ(hit.source, CacheSource::disk);
+  EXPECT_TRUE(hit.on_disk);
+  EXPECT_EQ(*hit.cubin, c.payload);
+  EXPECT_EQ(c.calls.load(), 1);
+  // A kernel the cache lacks is compiled and kept in memory only.
+  CacheKeyInputs other = inputs_;
+  other.source += "// another kernel\n";
+  CountingCompile d{make_payload(256, 3)};
+  const CachedBinary miss = kc.get_or_compile(make_cache_key(other), make_manifest(other), d.fn());
+  EXPECT_EQ(miss.source, CacheSource::compiled);
+  EXPECT_FALSE(miss.on_disk);
+  const CachedBinary again = kc.get_or_compile(make_cache_key(other), make_manifest(other), d.fn());
+  EXPECT_EQ(again.source, CacheSource::memory);
+  EXPECT_FALSE(again.on_disk);
+  // A bad entry is reported and left in place (the cache is not ours to edit).
+  fs::create_directories(kc.disk().entry_path(make_cache_key(other)).parent_path());
+  write_file(kc.disk().entry_path(make_cache_key(other)), {'b', 'a', 'd'});
+  KernelCache fresh(DiskCache(dir_, false, true));
+  EXPECT_EQ(fresh.get_or_compile(make_cache_key(other), make_manifest(other), d.fn()).source, CacheSource::compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_warnings(err), 1) << err;  // the bad entry only: read-only was asked for
+  EXPECT_NE(err.find("left in place"), std::string::npos) << err;
+  EXPECT_TRUE(fs::exists(kc.disk().entry_path(make_cache_key(other))));
+  EXPECT_EQ(files_under(dir_).size(), before.size() + 1);  // only the entry this test planted
+  EXPECT_EQ(kc.stats().store_failures, 0u);
 }
 
 TEST_F(CacheTest, UncreatableDirectory) {
@@ -473,6 +533,10 @@ TEST_F(CacheTest, FailingStoreWarnsOnceAndKeepsWorking) {
   EXPECT_EQ(a.source, CacheSource::compiled);
   EXPECT_EQ(b.source, CacheSource::memory);
   EXPECT_EQ(*b.cubin, c.payload);
+  // Every caller learns the kernel is not on disk, and the failure is counted.
+  EXPECT_FALSE(a.on_disk);
+  EXPECT_FALSE(b.on_disk);
+  EXPECT_EQ(kc.stats().store_failures, 1u);
   for (const auto& f : files_under(dir_)) EXPECT_EQ(f.string().find(".tmp."), std::string::npos) << f;
 }
 

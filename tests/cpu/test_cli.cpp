@@ -501,6 +501,23 @@ TEST_F(CliTest, ReadOnlyCacheDirWarnsOnceAndStillPlans) {
   EXPECT_TRUE(files_under(cache_).empty());
 }
 
+// A prewarmed cache shipped read-only (SGTOPK_CACHE_READ_ONLY=1, as root
+// too) serves its kernels and is never written.
+TEST_F(CliTest, ReadOnlyCacheServesAPrewarmedKernel) {
+  const CliResult warm = run("plan --k 64 --rows 4 --width 4096 --arch sm_90");
+  ASSERT_EQ(warm.exit_code, 0) << warm.show();
+  const auto shipped = files_under(cache_);
+  const CliResult hit = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "SGTOPK_CACHE_READ_ONLY=1");
+  ASSERT_EQ(hit.exit_code, 0) << hit.show();
+  EXPECT_TRUE(contains(hit.out, "(disk cache)")) << hit.show();
+  EXPECT_TRUE(warning_lines(hit.err).empty()) << hit.show();
+  const CliResult miss = run("plan --k 64 --rows 4 --width 8192 --arch sm_90", "SGTOPK_CACHE_READ_ONLY=1");
+  ASSERT_EQ(miss.exit_code, 0) << miss.show();
+  EXPECT_TRUE(contains(miss.out, "(compiled now)")) << miss.show();
+  EXPECT_TRUE(contains(miss.out, "on disk:   no")) << miss.show();
+  EXPECT_EQ(files_under(cache_), shipped);
+}
+
 TEST_F(CliTest, DisabledDiskCacheWritesNothing) {
   const CliResult r = run("plan --k 64 --rows 4 --width 4096 --arch sm_90", "SGTOPK_DISABLE_DISK_CACHE=1");
   ASSERT_EQ(r.exit_code, 0) << r.show();
