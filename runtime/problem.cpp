@@ -40,6 +40,13 @@ Problem validate_problem(const sgtopk_problem* p) {
   if (pitch < p->width) invalid_argument("pitch " + std::to_string(pitch) + " is smaller than width " + std::to_string(p->width));
   const int64_t out_pitch = p->out_pitch == 0 ? p->k : p->out_pitch;
   if (out_pitch < p->k) invalid_argument("out_pitch " + std::to_string(out_pitch) + " is smaller than K=" + std::to_string(p->k));
+  // Checked as quotients: the products themselves may overflow.
+  if (pitch > kMaxElements / p->rows)
+    invalid_argument("rows x pitch (" + std::to_string(p->rows) + " x " + std::to_string(pitch) +
+                     ") is too large: the score matrix must hold at most 2^46 elements");
+  if (out_pitch > kMaxElements / p->rows)
+    invalid_argument("rows x out_pitch (" + std::to_string(p->rows) + " x " + std::to_string(out_pitch) +
+                     ") is too large: the output matrices must hold at most 2^46 elements");
   const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS;
   if (p->flags & ~known) invalid_argument("flags 0x" + [&] {
       std::ostringstream s;

@@ -11,6 +11,9 @@ namespace sgtopk::detail {
 inline constexpr int kMaxK = 8192;
 inline constexpr int64_t kMaxWidth = int64_t{1} << 30;  // indices are int32; lengths are int32
 inline constexpr int64_t kMaxRows = int64_t{1} << 31;
+// rows x pitch and rows x out_pitch: every element's offset, in bytes, stays
+// far inside 64-bit address arithmetic (2^48 bytes, more than any GPU holds).
+inline constexpr int64_t kMaxElements = int64_t{1} << 46;
 
 struct Problem {
   sgtopk_operator op = SGTOPK_OP_SELECT;

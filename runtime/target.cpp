@@ -15,7 +15,7 @@ int arch_number(const std::string& arch) {
     while (3 + digits < arch.size() && std::isdigit(static_cast<unsigned char>(arch[3 + digits]))) ++digits;
   }
   const bool suffix_ok = 3 + digits == arch.size() || (3 + digits + 1 == arch.size() && arch.back() == 'a');
-  if (digits < 2 || !suffix_ok)
+  if (digits < 2 || !suffix_ok || arch[3] == '0')  // sm_0090 is not sm_90
     invalid_argument("arch '" + arch + "' is invalid: name an architecture like sm_90 (or sm_90a)");
   // from_chars, not stoi: a digit run too long for an int (sm_99999999999)
   // is the caller's mistake, not an internal error.
@@ -27,7 +27,9 @@ int arch_number(const std::string& arch) {
                      "(or sm_90a)");
   if (ec != std::errc() || end != first + digits)
     invalid_argument("arch '" + arch + "' is invalid: name an architecture like sm_90 (or sm_90a)");
-  if (number < 70) invalid_argument("arch '" + arch + "' is not supported: sgtopk needs sm_70 or newer");
+  if (number < kMinArch)
+    invalid_argument("arch '" + arch + "' is not supported: sgtopk needs sm_" + std::to_string(kMinArch) +
+                     " or newer (its kernels use sm_80 instructions)");
   return number;
 }
 

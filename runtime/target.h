@@ -21,7 +21,12 @@ struct Target {
 Target resolve_target(int device, const char* arch, const std::string& fallback_arch);
 void release_target(Target& target);
 
-// "sm_90" -> 90; throws on malformed names.
+// The oldest architecture the templates compile for: the packed FP16
+// conversion of the coarse keys (cvt.rn.f16x2.f32) needs sm_80.
+inline constexpr int kMinArch = 80;
+
+// "sm_90" -> 90; throws SGTOPK_ERROR_INVALID_ARGUMENT on a malformed name or
+// one older than kMinArch, before anything is compiled.
 int arch_number(const std::string& arch);
 
 }  // namespace sgtopk::detail

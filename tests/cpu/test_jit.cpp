@@ -458,10 +458,11 @@ TEST(JitPlanner, FloorMarksOnlyWhereTheyApplyAndFit) {
   Policy scalar = d;
   scalar.direct.vector_bytes = 4;
   EXPECT_EQ(words(plan_for(2048, 1 << 20, 0, "sm_90", scalar, "direct_exact", 64)), "0");
-  // Where they do not fit (sm_75: 64 KB; 1.5 M scores need 48 KB of marks),
+  // Where they do not fit (sm_86: 99 KB; 4 M scores need 124 KB of marks),
   // the plan drops them rather than failing.
-  const Plan tight = plan_for(2048, 1536000, 0, "sm_75", d, "direct_exact", 64);
+  const Plan tight = plan_for(2048, 4000000, 0, "sm_86", d, "direct_exact", 64);
   EXPECT_EQ(words(tight), "0");
+  EXPECT_EQ(words(plan_for(2048, 4000000, 0, "sm_90", d, "direct_exact", 64)), "31");
   EXPECT_EQ(words(plan_for(2048, 1536000, 0, "sm_90", d, "direct_exact", 64)), "12");
 }
 
@@ -521,8 +522,9 @@ TEST(JitPlanner, MarkedBinsForTheFirstChunksRead) {
   EXPECT_EQ(chunks(d, 4096), "0");
   EXPECT_EQ(chunks(edited_policy([](Policy& p) { p.direct.floor_marks = false; }), 131072), "0");
   EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", d, "sampled", 4096).constant("kMarkedBinChunks"), "0");
-  // Not where they would not fit beside the rest (sm_75: 64 KB in all).
-  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_75", sixteen, "direct_exact", 64).constant("kMarkedBinChunks"), "0");
+  // Not where they would not fit beside the rest (sm_86: 99 KB in all).
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_86", sixteen, "direct_exact", 64).constant("kMarkedBinChunks"), "0");
+  EXPECT_EQ(plan_for(2048, 131072, 0, "sm_90", sixteen, "direct_exact", 64).constant("kMarkedBinChunks"), "4");
 }
 
 TEST(JitPlanner, EachFamilyHasItsOwnLoadsInFlightAndSmallGroup) {

@@ -781,6 +781,60 @@ INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exa
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // Bad launch arguments are refused and change nothing on the device.
+// Rows past 2^31 elements of the matrix: the row address arithmetic is 64-bit
+// in every family (a pitch of 2^31 + 37 floats puts row 2 at byte 2^34 + 296).
+// The bytes between the windows hold FLT_MAX, which any read outside a row's
+// window would select.
+TEST(SelectGpuLargePitch, RowsPastTwoToThe31Elements) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "large_pitch");
+  const int k = 64;
+  const int64_t rows = 3, width = 40000, pitch = (int64_t{1} << 31) + 37;
+  DeviceBuffer scores(static_cast<size_t>(rows * pitch) * 4);
+  scores.fill_u32(0x7f7fffffu);
+  std::vector<std::vector<float>> host(static_cast<size_t>(rows));
+  std::vector<int32_t> lengths = {static_cast<int32_t>(width), static_cast<int32_t>(width - 3), 1000};
+  for (int64_t r = 0; r < rows; ++r) {
+    host[static_cast<size_t>(r)] = make_row(all_row_families()[static_cast<size_t>(r)], lengths[static_cast<size_t>(r)], k, rng);
+    check_cuda(driver().cuMemcpyHtoD(scores.ptr() + static_cast<CUdeviceptr>(r * pitch) * 4, host[static_cast<size_t>(r)].data(),
+                                     host[static_cast<size_t>(r)].size() * 4),
+               "cuMemcpyHtoD(row)");
+  }
+  DeviceBuffer len(lengths.size() * 4), indices(static_cast<size_t>(rows * k) * 4), values(static_cast<size_t>(rows * k) * 4);
+  len.upload(lengths);
+  for (const char* family : {"direct_exact", "sampled"}) {
+    SCOPED_TRACE(family);
+    Case c;
+    c.k = k;
+    c.rows = rows;
+    c.width = width;
+    c.pitch = pitch;
+    c.flags = SGTOPK_VALUES;
+    c.family = family;
+    sgtopk_plan plan = compile_for_device(c);
+    ASSERT_NE(plan, nullptr);
+    indices.fill_u32(kPoison);
+    values.fill_u32(kPoison);
+    sgtopk_select_args args = SGTOPK_SELECT_ARGS_INIT;
+    args.scores = scores.ptr();
+    args.lengths = len.ptr();
+    args.indices = indices.ptr();
+    args.values = values.ptr();
+    ASSERT_EQ(sgtopk_select(plan, &args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    const std::vector<int32_t> idx = indices.download_as<int32_t>(static_cast<size_t>(rows * k));
+    const std::vector<float> val = values.download_as<float>(static_cast<size_t>(rows * k));
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::string problem = reference::check_select_row(
+          host[static_cast<size_t>(r)].data(), lengths[static_cast<size_t>(r)], k, idx.data() + r * k,
+          val.data() + r * k, false);
+      EXPECT_TRUE(problem.empty()) << "row " << r << ": " << problem;
+    }
+    EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+  }
+}
+
 TEST(SelectGpuErrors, BadArgumentsChangeNothing) {
   SGTOPK_REQUIRE_GPU();
   test_context();
