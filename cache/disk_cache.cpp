@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -14,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "cache/files.h"
 #include "runtime/log.h"
 
 namespace sgtopk::detail {
@@ -27,6 +30,11 @@ constexpr size_t kHeaderBytes = 40;
 constexpr size_t kHeaderHashedBytes = 32;  // the header checksum covers the fields before it
 // A manifest is a few hundred bytes; anything far larger is garbage, not a real entry.
 constexpr uint32_t kMaxManifestBytes = 1u << 20;
+// Cubins are a few hundred KB; a larger file is not read (nor allocated for).
+constexpr uint64_t kMaxEntryBytes = uint64_t{64} << 20;
+// Temporary files older than this in an entry's directory were left by a
+// process that died mid-store.
+constexpr auto kOrphanAge = std::chrono::minutes(10);
 
 void put_le(char* dst, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
@@ -85,17 +93,69 @@ std::string probe_writable(const fs::path& dir) {
   return {};
 }
 
+// Removes this user's temporary entries in `dir` older than kOrphanAge: a
+// store killed between open and rename leaves one behind.
+void sweep_orphans(const fs::path& dir) {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(std::string(kCacheEntryExtension) + ".tmp.") == std::string::npos) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    std::error_code time_ec;
+    const auto written = fs::last_write_time(it->path(), time_ec);
+    if (!time_ec && now - written > kOrphanAge) ::unlink(it->path().c_str());
+  }
+}
+
 }  // namespace
+
+DiskCache::EntryLock& DiskCache::EntryLock::operator=(EntryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DiskCache::EntryLock::~EntryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+DiskCache::EntryLock DiskCache::lock_entry(const CacheKey& key, double timeout_s) const {
+  if (!writable_) return EntryLock();
+  const fs::path path = entry_path(key).string() + ".lock";
+  if (!make_private_directories(path.parent_path()).empty()) return EntryLock();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return EntryLock();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return EntryLock(fd);
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      log_warning("waited " + std::to_string(timeout_s) + " s for another process compiling '" + path.string() +
+                  "'; compiling here too");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::close(fd);
+  return EntryLock();
+}
 
 DiskCache::DiskCache(fs::path dir, bool disabled, bool read_only) : dir_(std::move(dir)) {
   if (disabled || dir_.empty()) return;
-  std::error_code ec;
-  if (!read_only) fs::create_directories(dir_, ec);
   std::string why;
-  if (ec && !fs::is_directory(dir_)) {
-    why = "cannot create it: " + ec.message();
-  } else if (!fs::is_directory(dir_, ec)) {
+  struct stat st {};
+  if (!read_only) why = make_private_directories(dir_);
+  if (!why.empty()) {
+    why = "cannot create it: " + why;
+  } else if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     why = read_only ? "it is not a directory (read-only use asked for)" : "it is not a directory";
+  } else if (std::string untrusted = untrusted_reason(st); !untrusted.empty()) {
+    why = "not trusted: it is " + untrusted + ", and its kernels would run in this process";
   } else if (::access(dir_.c_str(), R_OK | X_OK) != 0) {
     why = "it cannot be read: " + errno_text(errno);
   }
@@ -124,39 +184,18 @@ std::optional<std::vector<char>> DiskCache::load(const CacheKey& key, const std:
   if (!enabled_) return std::nullopt;
   const fs::path path = entry_path(key);
 
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno != ENOENT && errno != ENOTDIR)
-      log_warning_once("cache-read:" + dir_.string(), "cannot read kernel cache entry '" + path.string() +
-                                                          "': " + errno_text(errno));
+  FileBytes file = read_regular_file(path, kMaxEntryBytes, /*follow_links=*/false);
+  if (file.missing) return std::nullopt;
+  const struct stat st = file.st;
+  std::string untrusted;
+  if (file.error.empty()) untrusted = untrusted_reason(st);
+  if (!file.error.empty() || !untrusted.empty()) {
+    // Once per process and key: the kernel then lives in the memory cache.
+    log_warning("kernel cache entry '" + path.string() + "' not used: " +
+                (file.error.empty() ? "not trusted: it is " + untrusted : file.error) + " (will recompile)");
     return std::nullopt;
   }
-  struct stat st {};
-  std::vector<char> bytes;
-  int read_err = 0;
-  if (::fstat(fd, &st) != 0) {
-    read_err = errno;
-  } else {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < bytes.size()) {
-      const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        read_err = errno;
-        break;
-      }
-      if (n == 0) break;  // shorter than fstat said; the checks below report it
-      got += static_cast<size_t>(n);
-    }
-    bytes.resize(got);
-  }
-  ::close(fd);
-  if (read_err != 0) {
-    log_warning_once("cache-read:" + dir_.string(), "cannot read kernel cache entry '" + path.string() +
-                                                        "': " + errno_text(read_err));
-    return std::nullopt;
-  }
+  std::vector<char>& bytes = file.bytes;
 
   // Validate; any failure names its reason.
   std::string why;
@@ -218,13 +257,12 @@ bool DiskCache::store(const CacheKey& key, const std::string& manifest, const st
     return false;
   }
 
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) {
-    log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + ec.message() +
+  if (std::string err = make_private_directories(path.parent_path()); !err.empty()) {
+    log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + err +
                                 "; caching in memory only");
     return false;
   }
+  sweep_orphans(path.parent_path());
 
   char header[kHeaderBytes];
   std::memcpy(header, kMagic, sizeof kMagic);
@@ -236,7 +274,7 @@ bool DiskCache::store(const CacheKey& key, const std::string& manifest, const st
 
   // Readers only ever see the final name, which appears complete via rename.
   const fs::path tmp = path.string() + ".tmp." + unique_suffix();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     log_warning_once(topic, "cannot write kernel cache entry '" + path.string() + "': " + errno_text(errno) +
                                 "; caching in memory only");

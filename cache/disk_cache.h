@@ -4,7 +4,13 @@
 // Layout: <dir>/<first 2 hex digits of the key>/<32 hex digits>.sgtopkbin
 // (the two-digit fan-out keeps directories small for large caches). Temporary
 // files live next to their final name as
-// <32 hex>.sgtopkbin.tmp.<pid>.<thread>.<random> and are renamed over it.
+// <32 hex>.sgtopkbin.tmp.<pid>.<thread>.<random> and are renamed over it;
+// <32 hex>.sgtopkbin.lock serializes the processes compiling that key.
+//
+// Trust (cache/files.h): the directory and each entry must belong to this
+// user or root and be writable by no one else, or they are not used (one
+// warning); directories are created 0700; entries are read without
+// following links, as regular files of bounded size.
 //
 // Entry file format (all integers little-endian):
 //   offset  size  field
@@ -53,8 +59,29 @@ class DiskCache {
 
   // Atomic publish (temp file, fsync, rename). Never publishes an empty
   // payload. Returns whether the entry is now on disk; a failing write warns
-  // once per directory and never throws.
+  // once per directory and never throws. Temporary files other processes
+  // left in the entry's directory (killed mid-store) are swept.
   bool store(const CacheKey& key, const std::string& manifest, const std::vector<char>& cubin) const;
+
+  // Cross-process single flight: an exclusive lock on the key's lock file
+  // (<entry>.lock, flock), so that processes missing the same entry compile
+  // it once; the others wait, then find it on disk. Gives up after `timeout`
+  // (the caller then compiles anyway); none on a cache that is not writable.
+  class EntryLock {
+   public:
+    EntryLock() = default;
+    explicit EntryLock(int fd) : fd_(fd) {}
+    EntryLock(EntryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    EntryLock& operator=(EntryLock&& other) noexcept;
+    EntryLock(const EntryLock&) = delete;
+    EntryLock& operator=(const EntryLock&) = delete;
+    ~EntryLock();
+    bool held() const { return fd_ >= 0; }
+
+   private:
+    int fd_ = -1;
+  };
+  EntryLock lock_entry(const CacheKey& key, double timeout_s) const;
 
  private:
   std::filesystem::path dir_;

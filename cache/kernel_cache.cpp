@@ -2,11 +2,18 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include "runtime/error.h"
 #include "runtime/log.h"
 
 namespace sgtopk::detail {
+
+namespace {
+// How long a process waits for another compiling the same kernel before it
+// compiles too (a compile takes seconds; a holder that dies releases at once).
+constexpr double kLockTimeoutSeconds = 300.0;
+}  // namespace
 
 KernelCache::KernelCache(DiskCache disk) : disk_(std::move(disk)) {}
 
@@ -31,8 +38,15 @@ CachedBinary KernelCache::get_or_compile(const CacheKey& key, const std::string&
   Binary cubin;
   CacheSource source = CacheSource::disk;
   double ms = 0.0;
+  DiskCache::EntryLock entry_lock;  // held across compile and store, released on return
   try {
-    if (auto bytes = disk_.load(key, manifest)) {
+    std::optional<std::vector<char>> bytes = disk_.load(key, manifest);
+    // Another process may be compiling this key: wait for it, then look again.
+    if (!bytes && disk_.writable()) {
+      entry_lock = disk_.lock_entry(key, kLockTimeoutSeconds);
+      if (entry_lock.held()) bytes = disk_.load(key, manifest);
+    }
+    if (bytes) {
       cubin = std::make_shared<const std::vector<char>>(std::move(*bytes));
     } else {
       const auto start = std::chrono::steady_clock::now();

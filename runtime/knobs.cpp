@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <unistd.h>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -14,7 +15,8 @@ namespace {
 std::string default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/sgtopk";
   if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/sgtopk";
-  return "/tmp/sgtopk-cache";
+  // Never a path shared by users: the cache holds code this process runs.
+  return "/tmp/sgtopk-cache-" + std::to_string(::geteuid());
 }
 
 // Knobs are read before the logger (which reads SGTOPK_VERBOSE), so a bad

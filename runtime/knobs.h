@@ -11,7 +11,7 @@
 // X(kind, member, VARIABLE, default expression, default as text, help). The
 // default expression sees the knobs read above it as `k`.
 #define SGTOPK_ENV_KNOBS(X)                                                                                  \
-  X(PATH, cache_dir, "SGTOPK_CACHE_DIR", default_cache_dir(), "$XDG_CACHE_HOME/sgtopk or ~/.cache/sgtopk",   \
+  X(PATH, cache_dir, "SGTOPK_CACHE_DIR", default_cache_dir(), "$XDG_CACHE_HOME/sgtopk, ~/.cache/sgtopk or /tmp/sgtopk-cache-<uid>",   \
     "directory of the on-disk cubin cache")                                                                  \
   X(FLAG, disable_disk_cache, "SGTOPK_DISABLE_DISK_CACHE", false, "0",                                       \
     "1: cache compiled kernels in memory only")                                                              \

@@ -2,12 +2,16 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <cstring>
+#include <sys/stat.h>
 #include <filesystem>
 #include <exception>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 
+#include "cache/files.h"
 #include "runtime/error.h"
 #include "runtime/knobs.h"
 #include "runtime/log.h"
@@ -37,13 +41,31 @@ std::string program_log(nvrtcProgram program) {
   return log;
 }
 
-// Writes `text` to `path`, throwing (naming the file) when it cannot be
-// written: an unchecked ofstream fails silently.
+// Writes a new file (never through a link or over an existing file),
+// throwing (naming the file) when it cannot be written.
 void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path.string());
+  if (std::string err = write_new_file(path, text); !err.empty()) throw std::runtime_error(err);
+}
+
+// Dumps are for a person to read: at most this many kept (the oldest go
+// first), each NVRTC log cut to this size.
+constexpr size_t kMaxDumps = 32;
+constexpr size_t kMaxLogBytes = size_t{1} << 20;
+
+// Removes the oldest "<prefix>*" folders under `root` beyond kMaxDumps - 1,
+// so that the dump about to be written keeps the count at kMaxDumps.
+void prune_dumps(const std::filesystem::path& root, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> dumps;
+  for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) != 0 || it->is_symlink() || !it->is_directory()) continue;
+    std::error_code time_ec;
+    dumps.emplace_back(fs::last_write_time(it->path(), time_ec), it->path());
+  }
+  if (dumps.size() < kMaxDumps) return;
+  std::sort(dumps.begin(), dumps.end());
+  for (size_t i = 0; i + kMaxDumps - 1 < dumps.size(); ++i) fs::remove_all(dumps[i].second, ec);
 }
 
 }  // namespace
@@ -57,18 +79,27 @@ std::string nvrtc_version() {
 void write_source_folder(const std::string& dir, const GeneratedSource& source, const std::vector<std::string>& options,
                          const std::string& log) {
   namespace fs = std::filesystem;
-  fs::create_directories(fs::path(dir) / "include");
+  const fs::path root = fs::path(dir).parent_path();
+  if (std::string err = make_private_directories(root); !err.empty()) throw std::runtime_error(err);
+  prune_dumps(root, fs::path(dir).filename().string().substr(0, fs::path(dir).filename().string().find('-') + 1));
+  // A fresh folder of ours: an existing one (a link planted there, or an
+  // earlier dump of this key) is replaced, never written through.
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (::mkdir(dir.c_str(), 0700) != 0) throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
   write_text(fs::path(dir) / source.name, source.text);
   for (const auto& [name, text] : source.headers) {
-    fs::path path = fs::path(dir) / "include" / name;
-    fs::create_directories(path.parent_path());
+    const fs::path path = fs::path(dir) / "include" / name;
+    if (std::string err = make_private_directories(path.parent_path()); !err.empty()) throw std::runtime_error(err);
     write_text(path, text);
   }
   std::string opts;
   for (const auto& o : options) opts += o + "\n";
   opts += "-Iinclude\n";
   write_text(fs::path(dir) / "options.txt", opts);
-  if (!log.empty()) write_text(fs::path(dir) / "nvrtc.log", log);
+  if (!log.empty())
+    write_text(fs::path(dir) / "nvrtc.log",
+               log.size() <= kMaxLogBytes ? log : log.substr(0, kMaxLogBytes) + "\n[log cut at 1 MB]\n");
   write_text(fs::path(dir) / "README.txt",
              "Reproduce with nvcc: nvcc -cubin -arch=<see options.txt> -Iinclude " + source.name + "\n");
 }

@@ -6,6 +6,7 @@
 // new tunable is one struct member (the default, in policy.h) plus one row.
 #include "runtime/policy.h"
 
+#include "cache/files.h"
 #include "runtime/error.h"
 
 #include <toml++/toml.h>
@@ -684,15 +685,12 @@ Policy parse_policy_string(std::string_view toml_text, const std::string& source
 }
 
 Policy parse_policy_file(const std::string& path, const Policy& base) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    fail(SGTOPK_ERROR_POLICY, path + ": cannot read policy file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(SGTOPK_ERROR_POLICY, path + ": cannot open policy file: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(SGTOPK_ERROR_POLICY, path + ": cannot read policy file: " + std::strerror(errno));
-  return parse_policy_string(text.str(), path, base);
+  // A policy is a few KB; a device (/dev/zero), a FIFO or a huge file is the
+  // caller's mistake, refused before it is read.
+  constexpr uint64_t kMaxPolicyBytes = uint64_t{1} << 20;
+  const FileBytes file = read_regular_file(path, kMaxPolicyBytes, /*follow_links=*/true);
+  if (!file.error.empty()) fail(SGTOPK_ERROR_POLICY, path + ": cannot read policy file: " + file.error);
+  return parse_policy_string(std::string_view(file.bytes.data(), file.bytes.size()), path, base);
 }
 
 void validate_policy(const Policy& policy, const std::string& source_name) {

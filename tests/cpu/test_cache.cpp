@@ -511,6 +511,100 @@ TEST_F(CacheTest, ReadOnlyModeServesEntriesAndWritesNothing) {
   EXPECT_EQ(kc.stats().store_failures, 0u);
 }
 
+// ------------------------------------------------------------------ trust ----
+// The cache directory is code: what another user could have written is not
+// run, and nothing on disk can hang, exhaust or redirect a load.
+
+TEST_F(CacheTest, DirectoriesAreCreatedPrivate) {
+  KernelCache kc(DiskCache(dir_ / "a" / "b", false));
+  CountingCompile c{make_payload(128, 5)};
+  ASSERT_TRUE(kc.get_or_compile(key_, manifest_, c.fn()).on_disk);
+  for (const fs::path& d : {dir_, dir_ / "a", dir_ / "a" / "b", kc.disk().entry_path(key_).parent_path()}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(d.c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << d;
+  }
+}
+
+TEST_F(CacheTest, ADirectoryOthersCanWriteIsNotUsed) {
+  ASSERT_TRUE(fs::create_directories(dir_));
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  ::testing::internal::CaptureStderr();
+  KernelCache kc(DiskCache(dir_, false));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(kc.disk().enabled());
+  EXPECT_EQ(count_warnings(err), 1) << err;
+  EXPECT_NE(err.find("not trusted: it is writable by other users"), std::string::npos) << err;
+}
+
+TEST_F(CacheTest, ADirectoryOfAnotherUserIsNotUsed) {
+  ASSERT_TRUE(fs::create_directories(dir_));
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give the directory to another user";
+  ASSERT_EQ(::chown(dir_.c_str(), 4242, 4242), 0);
+  ::testing::internal::CaptureStderr();
+  KernelCache kc(DiskCache(dir_, false));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(kc.disk().enabled());
+  EXPECT_NE(err.find("owned by uid 4242"), std::string::npos) << err;
+}
+
+TEST_F(CacheTest, UntrustedOrSpecialEntriesAreNotLoaded) {
+  CountingCompile c{make_payload(256, 6)};
+  {
+    KernelCache writer(DiskCache(dir_, false));
+    ASSERT_TRUE(writer.get_or_compile(key_, manifest_, c.fn()).on_disk);
+  }
+  const fs::path entry = DiskCache(dir_, false).entry_path(key_);
+  const fs::path good = root_ / "good-entry";
+  fs::copy_file(entry, good);
+  const auto expect_recompiled = [&](const std::string& why) {
+    ::testing::internal::CaptureStderr();
+    KernelCache kc(DiskCache(dir_, false));
+    const auto start = std::chrono::steady_clock::now();
+    const CachedBinary r = kc.get_or_compile(key_, manifest_, c.fn());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(r.source, CacheSource::compiled) << why;
+    EXPECT_LT(seconds, 5.0) << why << ": the load must not block";
+    EXPECT_NE(err.find(why), std::string::npos) << err;
+  };
+  // Writable by others: not used (and replaced by a fresh entry).
+  ASSERT_EQ(::chmod(entry.c_str(), 0666), 0);
+  expect_recompiled("writable by other users");
+  // A link: not followed.
+  fs::remove(entry);
+  fs::create_symlink(good, entry);
+  expect_recompiled("symbolic link");
+  // A FIFO: refused at once, never waited on.
+  fs::remove(entry);
+  ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0);
+  expect_recompiled("not a regular file");
+  // A huge (sparse) file: refused before any allocation.
+  fs::remove(entry);
+  {
+    const int fd = ::open(entry.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+    ::close(fd);
+  }
+  expect_recompiled("more than the");
+}
+
+TEST_F(CacheTest, OrphanedTemporariesAreSwept) {
+  KernelCache kc(DiskCache(dir_, false));
+  const fs::path fan_out = kc.disk().entry_path(key_).parent_path();
+  ASSERT_TRUE(fs::create_directories(fan_out));
+  const fs::path old_tmp = fan_out / (key_.hex() + ".sgtopkbin.tmp.1.2.dead");
+  const fs::path new_tmp = fan_out / (key_.hex() + ".sgtopkbin.tmp.3.4.live");
+  write_file(old_tmp, {'x'});
+  write_file(new_tmp, {'y'});
+  fs::last_write_time(old_tmp, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  CountingCompile c{make_payload(128, 7)};
+  ASSERT_TRUE(kc.get_or_compile(key_, manifest_, c.fn()).on_disk);
+  EXPECT_FALSE(fs::exists(old_tmp)) << "a store sweeps temporaries a killed process left";
+  EXPECT_TRUE(fs::exists(new_tmp)) << "a recent one may belong to a store in progress";
+}
+
 TEST_F(CacheTest, UncreatableDirectory) {
   // A path below a regular file can never be created, even by root.
   const fs::path file = root_ / "plain_file";
@@ -593,7 +687,10 @@ TEST_F(CacheTest, FourProcessRace) {
       try {
         KernelCache kc(DiskCache(dir_, false));
         CachedBinary r = kc.get_or_compile(key_, manifest_, [&] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          // Each compile leaves a mark: across processes the key compiles once.
+          const fs::path mark = root_ / ("compiled." + std::to_string(::getpid()));
+          if (FILE* f = std::fopen(mark.c_str(), "w")) std::fclose(f);
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
           return expected;
         });
         if (!kc.disk().enabled()) rc = 2;
@@ -615,7 +712,15 @@ TEST_F(CacheTest, FourProcessRace) {
     EXPECT_EQ(WEXITSTATUS(status), 0) << "child " << pid << " failed";
   }
 
-  const std::vector<fs::path> files = files_under(dir_);
+  // One process compiled; the others waited on the key's lock and read its entry.
+  int compiles = 0;
+  for (const auto& entry : fs::directory_iterator(root_))
+    compiles += entry.path().filename().string().rfind("compiled.", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(compiles, 1) << "processes racing for one key should compile it once";
+
+  std::vector<fs::path> files;
+  for (const fs::path& f : files_under(dir_))
+    if (f.extension() != ".lock") files.push_back(f);
   DiskCache disk(dir_, false);
   ASSERT_EQ(files.size(), 1u) << "expected exactly one entry and no temp files";
   EXPECT_EQ(files[0], disk.entry_path(key_));

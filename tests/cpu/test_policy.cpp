@@ -1,5 +1,7 @@
 // The policy: defaults, TOML round trip, overlay, and every kind of error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -117,6 +119,25 @@ TEST(Policy, DefaultsAsTomlReadBackAsTheDefaults) {
   EXPECT_NE(text.find("loads_in_flight = 8"), std::string::npos) << text;
   EXPECT_NE(text.find("split_counts = [2, 4, 8]"), std::string::npos) << text;
   EXPECT_NE(text.find("default_arch = \"sm_90\""), std::string::npos) << text;
+}
+
+// A device or a FIFO named as the policy file is refused before it is read
+// (/dev/zero was read until memory ran out; a FIFO blocked forever).
+TEST(Policy, AFileThatIsNotRegularIsRefused) {
+  for (const char* path : {"/dev/zero", "/dev/null"}) {
+    try {
+      sgtopk::detail::parse_policy_file(path);
+      ADD_FAILURE() << path << " was read as a policy";
+    } catch (const sgtopk::detail::Error& e) {
+      EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+  const std::string fifo = std::filesystem::path(::testing::TempDir()) / "sgtopk-policy-fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(sgtopk::detail::parse_policy_file(fifo), sgtopk::detail::Error);
+  ::unlink(fifo.c_str());
 }
 
 TEST(Policy, OverlayOfOneKey) {
