@@ -656,7 +656,27 @@ std::string Policy::to_toml() const {
   return out;
 }
 
+void require_ascii_toml(std::string_view toml_text, const std::string& source_name) {
+  size_t line = 1, column = 1;
+  for (const char ch : toml_text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x80) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(byte));
+      fail(SGTOPK_ERROR_POLICY, cat(source_name, ":", std::to_string(line), ":", std::to_string(column),
+                                    ": byte ", hex, " is not ASCII (sgtopk's TOML files are ASCII, comments included)"));
+    }
+    if (ch == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
 Policy parse_policy_string(std::string_view toml_text, const std::string& source_name, const Policy& base) {
+  require_ascii_toml(toml_text, source_name);
   toml::table doc;
   try {
     doc = toml::parse(toml_text, source_name);

@@ -140,6 +140,26 @@ TEST(Policy, AFileThatIsNotRegularIsRefused) {
   ::unlink(fifo.c_str());
 }
 
+// toml++ 3.3.0 reaches undefined behaviour on some non-ASCII characters (found
+// by tests/fuzz: "\xc3\xa9" alone); no such byte reaches it.
+TEST(Policy, NonAsciiIsRefusedBeforeTheTomlParser) {
+  for (const std::string text : {std::string("\xc3\xa9"), std::string("[select.direct]\n# caf\xc3\xa9\n"),
+                                 std::string("[select.direct]\nloads_in_flight = 4 \xe2\x80\x83\n")}) {
+    try {
+      sgtopk::detail::parse_policy_string(text, "p.toml");
+      ADD_FAILURE() << "accepted non-ASCII";
+    } catch (const sgtopk::detail::Error& e) {
+      EXPECT_EQ(e.status(), SGTOPK_ERROR_POLICY);
+      EXPECT_NE(std::string(e.what()).find("is not ASCII"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    sgtopk::detail::parse_policy_string("[select.direct]\n# caf\xc3\xa9\n", "p.toml");
+  } catch (const sgtopk::detail::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("p.toml:2:6: byte 0xc3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Policy, OverlayOfOneKey) {
   const Policy p = sgtopk::detail::parse_policy_string("[select.sampled]\nstride_wide = 256\n");
   Policy expected = Policy::defaults();
