@@ -1,6 +1,8 @@
 // The `sgtopk` command-line tool, run as a subprocess: plan, prewarm (cold,
-// warm, after a corrupted entry, bad manifests), env, selftest without a GPU,
-// simulate, and the degraded cache modes. Each test has its own cache directory, passed
+// warm, after a corrupted entry, bad manifests, plans not stored), env,
+// selftest without a GPU, simulate, the degraded cache modes, and the option
+// parsing (help, range checks, unused options, problem-file overrides, write
+// errors). Each test has its own cache directory, passed
 // in the command's environment.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -85,14 +87,15 @@ struct CliResult {
   }
 };
 
-// "prewarm summary: N plans: H cache hits, C compiled, F failed"
+// "prewarm summary: N plans: H cache hits, C compiled, F failed, S not stored"
 struct Summary {
   bool found = false;
-  int plans = -1, hits = -1, compiled = -1, failed = -1;
+  int plans = -1, hits = -1, compiled = -1, failed = -1, not_stored = -1;
 };
 
 Summary prewarm_summary(const std::string& out) {
-  static const std::regex re(R"(prewarm summary: (\d+) plans: (\d+) cache hits, (\d+) compiled, (\d+) failed)");
+  static const std::regex re(
+      R"(prewarm summary: (\d+) plans: (\d+) cache hits, (\d+) compiled, (\d+) failed, (\d+) not stored)");
   std::smatch m;
   Summary s;
   if (std::regex_search(out, m, re)) {
@@ -101,6 +104,7 @@ Summary prewarm_summary(const std::string& out) {
     s.hits = std::stoi(m[2]);
     s.compiled = std::stoi(m[3]);
     s.failed = std::stoi(m[4]);
+    s.not_stored = std::stoi(m[5]);
   }
   return s;
 }
@@ -135,19 +139,21 @@ class CliTest : public ::testing::Test {
 
   // Runs `sgtopk <args>` with this test's cache and dump directories (or
   // `cache_dir` when given) and any `env` assignments, capturing its output.
-  CliResult run(const std::string& args, const std::string& env = "", const fs::path& cache_dir = {}) {
-    const fs::path out = root_ / ("out." + std::to_string(runs_));
+  // `stdout_to`, when given, replaces the captured standard output (/dev/full).
+  CliResult run(const std::string& args, const std::string& env = "", const fs::path& cache_dir = {},
+                const std::string& stdout_to = "") {
+    const fs::path out = stdout_to.empty() ? root_ / ("out." + std::to_string(runs_)) : fs::path(stdout_to);
     const fs::path err = root_ / ("err." + std::to_string(runs_));
     ++runs_;
     const std::string command =
-        "env -u SGTOPK_KEEP_SOURCES -u SGTOPK_DISABLE_DISK_CACHE SGTOPK_VERBOSE=1 SGTOPK_CACHE_DIR=" +
+        "timeout " + std::to_string(timeout_s_) + " env -u SGTOPK_KEEP_SOURCES -u SGTOPK_DISABLE_DISK_CACHE SGTOPK_VERBOSE=1 SGTOPK_CACHE_DIR=" +
         shell_quote((cache_dir.empty() ? cache_ : cache_dir).string()) + " SGTOPK_DUMP_DIR=" + shell_quote(dumps_.string()) +
         " " + env + " " + shell_quote(SGTOPK_CLI_PATH) + " " + args + " >" + shell_quote(out.string()) + " 2>" +
         shell_quote(err.string()) + " </dev/null";
     const int status = std::system(command.c_str());
     CliResult r;
     r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
+    if (stdout_to.empty()) r.out = read_text(out);
     r.err = read_text(err);
     return r;
   }
@@ -196,6 +202,7 @@ class CliTest : public ::testing::Test {
 
   fs::path root_, cache_, dumps_;
   int runs_ = 0;
+  int timeout_s_ = 600;  // each command's limit (exit 124 past it)
 };
 
 }  // namespace
@@ -243,11 +250,197 @@ TEST_F(CliTest, PlanRejectsABadProblem) {
   EXPECT_TRUE(contains(r.err, "K=0 is invalid: K must be in 1..8192")) << r.show();
 }
 
+// `sgtopk help` (asked for) goes to standard output and exits 0; a missing
+// command is a usage error: the same overview on standard error, exit 2.
 TEST_F(CliTest, UsageNamesEveryProblemFlag) {
   const CliResult r = run("help");
   EXPECT_EQ(r.exit_code, 0) << r.show();
-  for (const char* flag : {"--values", "--sorted", "--starts", "--route-stats"})
-    EXPECT_TRUE(contains(r.err, flag)) << flag << "\n" << r.show();
+  for (const char* flag : {"--values", "--sorted", "--starts", "--route-stats", "--allow-memory-only"})
+    EXPECT_TRUE(contains(r.out, flag)) << flag << "\n" << r.show();
+  const CliResult none = run("");
+  EXPECT_EQ(none.exit_code, 2) << none.show();
+  EXPECT_TRUE(contains(none.err, "--route-stats")) << none.show();
+}
+
+// Every subcommand answers --help (and `sgtopk help COMMAND`) with its own
+// usage and options, on standard output, exit 0.
+TEST_F(CliTest, EverySubcommandHasHelp) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"plan", {"--k", "--out-pitch", "--arch", "--device", "--family", "PROBLEM.toml"}},
+      {"prewarm", {"MANIFEST.toml", "--jobs", "--allow-memory-only", "not stored"}},
+      {"policy", {"--policy", "--out"}},
+      {"env", {}},
+      {"selftest", {"--k", "--device", "--route-stats"}},
+      {"simulate", {"--k", "--family", "--causal"}},
+  };
+  for (const auto& [command, options] : commands) {
+    for (const std::string& args : {command + " --help", "help " + command, command + " -h"}) {
+      const CliResult r = run(args);
+      EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.show();
+      EXPECT_TRUE(contains(r.out, "Usage: sgtopk " + command)) << args << "\n" << r.show();
+      for (const std::string& option : options) EXPECT_TRUE(contains(r.out, option)) << args << ": " << option << "\n" << r.show();
+    }
+  }
+  EXPECT_FALSE(contains(run("plan --help").out, "--jobs")) << "plan's help names prewarm's options";
+  const CliResult unknown = run("help frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.show();
+  EXPECT_TRUE(contains(unknown.err, "frobnicate")) << unknown.show();
+}
+
+// Options a subcommand does not use are errors that name them (before any
+// compile: the manifest's one plan would fail if it were compiled).
+TEST_F(CliTest, OptionsASubcommandDoesNotUseAreRejected) {
+  write_text(root_ / "k0.toml", "arch = \"sm_90\"\n[[plan]]\nname = \"zero\"\nk = 0\nrows = 4\nwidth = 1000\n");
+  const std::string manifest = shell_quote((root_ / "k0.toml").string());
+  for (const auto& [args, named] : std::vector<std::pair<std::string, std::string>>{
+           {"prewarm " + manifest + " --k 5", "--k"},
+           {"prewarm " + manifest + " --values", "--values"},
+           {"prewarm " + manifest + " --device 0", "--device"},
+           {"simulate --rows 4 --width 1000 --k 8 --pitch 2000", "--pitch"},
+           {"simulate --rows 4 --width 1000 --k 8 --values", "--values"},
+           {"selftest --arch sm_90", "--arch"},
+           {"selftest --jobs 2", "--jobs"},
+           {"env --jobs 2", "--jobs"},
+           {"policy --k 64", "--k"},
+           {"plan --k 64 --rows 4 --width 4096 --causal", "--causal"},
+           {"plan --k 64 --rows 4 --width 4096 a.toml b.toml", "b.toml"},
+       }) {
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.show();
+    EXPECT_TRUE(contains(r.err, named)) << args << "\n" << r.show();
+    EXPECT_FALSE(contains(r.out, "prewarm summary")) << args << "\n" << r.show();
+  }
+  // Two targets at once: --arch and --device exclude each other.
+  const CliResult both = run("plan --k 64 --rows 4 --width 4096 --arch sm_90 --device 0");
+  EXPECT_EQ(both.exit_code, 2) << both.show();
+  EXPECT_TRUE(contains(both.err, "--arch and --device")) << both.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+}
+
+// Every number is range-checked before it is used: nothing aborts
+// (bad_alloc, system_error), nothing runs unbounded, each message names the
+// option and its range. `timeout` bounds the old unbounded run.
+TEST_F(CliTest, NumbersAreRangeCheckedAndNothingAborts) {
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"simulate --width 1099511627776", "--width: width=1099511627776 is invalid: width must be in 1..1073741824"},
+           {"simulate --width 2^40", "--width: '2^40' is not a decimal integer"},
+           {"simulate --rows 1099511627776 --width 1000", "rows must be in 1..2147483647"},
+           {"simulate --rows 2147483647 --width 1000", "over simulate's limit"},
+           {"simulate --k 9000", "K=9000 is invalid: K must be in 1..8192"},
+           {"simulate --k 0x10", "'0x10' is not a decimal integer"},
+           {"prewarm " + shell_quote(deployment_manifest().string()) + " --jobs 100000",
+            "--jobs: jobs=100000 is invalid: jobs must be in 1..256"},
+           {"prewarm " + shell_quote(deployment_manifest().string()) + " --jobs 0", "jobs must be in 1..256"},
+           {"plan --k 64 --rows 4 --width 4096 --device 1024", "device must be in 0..1023"},
+           {"plan --k 64 --rows 4 --width 4096 --pitch -1", "pitch must be in 0.."},
+           {"plan --k 64 --rows 4 --width 4096 --out-pitch 99999999999999999999", "out_pitch must be in 0.."},
+           {"plan --rows 1e3", "'1e3' is not a decimal integer"},
+           {"selftest --rows 2147483647", "over the selftest's limit"},
+           {"selftest --pitch 4294967296", "pitch must be in 0..2147483647"},
+       }) {
+    timeout_s_ = 60;  // each is refused at once
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.show();
+    EXPECT_TRUE(contains(r.err, message)) << args << "\n" << r.show();
+    EXPECT_FALSE(contains(r.err, "terminate")) << args << "\n" << r.show();
+  }
+  // Decimal as written: a leading zero is not octal.
+  const CliResult decimal = run("simulate --rows 010 --width 3000 --k 64 --family uniform");
+  ASSERT_EQ(decimal.exit_code, 0) << decimal.show();
+  EXPECT_TRUE(std::regex_search(decimal.out, std::regex(R"(\nuniform +10 )"))) << decimal.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+}
+
+// A problem file's keys, then the command line over them.
+TEST_F(CliTest, CommandLineOptionsOverrideTheProblemFile) {
+  write_text(root_ / "problem.toml",
+             "[problem]\nname = \"p\"\nk = 64\nrows = 8\nwidth = 4096\npitch = 5000\nflags = [\"values\"]\n"
+             "family = \"sampled\"\n");
+  const CliResult r = run("plan " + shell_quote((root_ / "problem.toml").string()) +
+                          " --rows 4 --pitch 8192 --out-pitch 80 --family direct_exact --sorted --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "select K=64 rows=4 width=4096 pitch=8192 out_pitch=80 +values +sorted")) << r.show();
+  EXPECT_TRUE(contains(r.out, "family:    direct_exact")) << r.show();
+
+  // The file's k, rows and width, or the options: a missing one is named.
+  write_text(root_ / "partial.toml", "rows = 4\nwidth = 4096\n");
+  const CliResult partial = run("plan " + shell_quote((root_ / "partial.toml").string()) + " --arch sm_90");
+  EXPECT_EQ(partial.exit_code, 2) << partial.show();
+  EXPECT_TRUE(contains(partial.err, "no k")) << partial.show();
+}
+
+// Keys of the wrong type are errors naming the file, line, column and
+// dotted key, never silently dropped (which would prewarm a kernel the engine
+// never asks for). Nothing is compiled.
+TEST_F(CliTest, WrongTypedManifestKeysAreRejectedWithFileLineAndKey) {
+  write_text(root_ / "typed.toml",
+             "arch = 80\n"
+             "policy = 5\n"
+             "[[plan]]\n"
+             "name = \"a\"\n"
+             "k = 64\n"
+             "rows = 4\n"
+             "width = 4096\n"
+             "flags = \"values\"\n"
+             "[[plan]]\n"
+             "name = \"b\"\n"
+             "k = 64\n"
+             "rows = 4.0\n"
+             "flags = [\"values\", 3]\n");
+  const std::string file = (root_ / "typed.toml").string();
+  const CliResult r = run("prewarm " + shell_quote(file));
+  EXPECT_EQ(r.exit_code, 2) << r.show();
+  for (const std::string& line : {file + ":1:8: arch: expected a string, got an integer (80)",
+                                  file + ":2:10: policy: expected a string, got an integer (5)",
+                                  file + ":8:9: plan[0].flags: expected an array of strings",
+                                  file + ":9:1: plan[1]: the required key 'width' is missing",
+                                  file + ":12:8: plan[1].rows: expected an integer, got a floating-point number",
+                                  file + ":13:20: plan[1].flags[1]: expected a flag name"})
+    EXPECT_TRUE(contains(r.err, line)) << line << "\n" << r.show();
+  EXPECT_FALSE(contains(r.out, "prewarm summary")) << r.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+
+  // Not ASCII (a comment in Latin-1 or UTF-8): refused before toml++ reads it.
+  write_text(root_ / "latin.toml", "arch = \"sm_90\"\n# caf\xc3\xa9\n[[plan]]\nname = \"zero\"\nk = 0\nrows = 4\nwidth = 1000\n");
+  const CliResult latin = run("prewarm " + shell_quote((root_ / "latin.toml").string()));
+  EXPECT_EQ(latin.exit_code, 2) << latin.show();
+  EXPECT_TRUE(contains(latin.err, "latin.toml:2:6: byte 0xc3 is not ASCII")) << latin.show();
+
+  write_text(root_ / "plan-table.toml", "arch = \"sm_90\"\n[plan]\nk = 64\n");
+  const CliResult table = run("prewarm " + shell_quote((root_ / "plan-table.toml").string()));
+  EXPECT_EQ(table.exit_code, 2) << table.show();
+  EXPECT_TRUE(contains(table.err, ":2:1: plan: expected [[plan]] tables, got a table")) << table.show();
+}
+
+TEST_F(CliTest, WrongTypedProblemFileKeysAreRejectedWithFileLineAndKey) {
+  write_text(root_ / "problem.toml",
+             "[problem]\nk = 64\nrows = 4\nwidth = 4096\nflags = \"values\"\nfamily = 5\npitch = \"4096\"\n");
+  const std::string file = (root_ / "problem.toml").string();
+  const CliResult r = run("plan " + shell_quote(file) + " --arch sm_90");
+  EXPECT_EQ(r.exit_code, 2) << r.show();
+  for (const std::string& line : {file + ":5:9: problem.flags: expected an array of strings",
+                                  file + ":6:10: problem.family: expected a string, got an integer (5)",
+                                  file + ":7:9: problem.pitch: expected an integer, got a string"})
+    EXPECT_TRUE(contains(r.err, line)) << line << "\n" << r.show();
+  EXPECT_FALSE(contains(r.out, "family:")) << r.show();
+
+  // Not a regular file: refused, not waited on.
+  ASSERT_EQ(::mkfifo((root_ / "fifo.toml").c_str(), 0600), 0);
+  timeout_s_ = 30;  // the old CLI waited on the FIFO for ever
+  const CliResult fifo = run("plan " + shell_quote((root_ / "fifo.toml").string()));
+  EXPECT_EQ(fifo.exit_code, 2) << fifo.show();
+  EXPECT_TRUE(contains(fifo.err, "not a regular file")) << fifo.show();
+}
+
+// A full standard output is an error, not a silent exit 0.
+TEST_F(CliTest, WriteErrorsAreReported) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const char* args : {"env", "version", "help", "plan --help", "policy",
+                           "simulate --rows 4 --width 3000 --k 64 --family uniform"}) {
+    const CliResult r = run(args, "", {}, "/dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.show();
+    EXPECT_TRUE(contains(r.err, "cannot write to standard output")) << args << "\n" << r.show();
+  }
 }
 
 // The route-statistics flag, from a manifest and from the command line: the
@@ -301,6 +494,7 @@ TEST_F(CliTest, PrewarmColdWarmAndAfterACorruptedEntry) {
   ASSERT_GT(n, 0);
   const size_t distinct = prewarm_keys(cold.out).size();
   EXPECT_EQ(s1.failed, 0) << cold.show();
+  EXPECT_EQ(s1.not_stored, 0) << cold.show();
   EXPECT_EQ(s1.compiled, static_cast<int>(distinct)) << cold.show();
   EXPECT_EQ(s1.hits + s1.compiled, n) << cold.show();
   if (distinct == static_cast<size_t>(n)) {
@@ -410,6 +604,67 @@ TEST_F(CliTest, PrewarmReportsAPlanThatFailsValidation) {
   EXPECT_EQ(s.compiled, 0) << r.show();
   EXPECT_TRUE(contains(r.all(), "K=0 is invalid")) << r.show();
   EXPECT_TRUE(contains(r.all(), "zero")) << "the failing plan is named:\n" << r.show();
+}
+
+// A prewarm that leaves a plan out of the disk cache fails, naming the plan,
+// unless --allow-memory-only accepts a memory-only run.
+TEST_F(CliTest, PrewarmFailsWhenAPlanIsNotStored) {
+  write_text(root_ / "one.toml", "arch = \"sm_90\"\n[[plan]]\nname = \"small\"\nk = 64\nrows = 4\nwidth = 4096\n");
+  const std::string prewarm = "prewarm " + shell_quote((root_ / "one.toml").string()) + " --jobs 1";
+
+  const CliResult off = run(prewarm, "SGTOPK_DISABLE_DISK_CACHE=1");
+  EXPECT_EQ(off.exit_code, 1) << off.show();
+  const Summary s = prewarm_summary(off.out);
+  ASSERT_TRUE(s.found) << off.show();
+  EXPECT_EQ(s.compiled, 1) << off.show();
+  EXPECT_EQ(s.failed, 0) << off.show();
+  EXPECT_EQ(s.not_stored, 1) << off.show();
+  EXPECT_TRUE(contains(off.out, "small: direct_exact sm_90")) << off.show();
+  EXPECT_TRUE(contains(off.out, "NOT STORED")) << off.show();
+  EXPECT_TRUE(contains(off.err, "1 plan(s) not stored (the disk cache is off): small")) << off.show();
+  EXPECT_TRUE(contains(off.err, "--allow-memory-only")) << off.show();
+
+  const CliResult allowed = run(prewarm + " --allow-memory-only", "SGTOPK_DISABLE_DISK_CACHE=1");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.show();
+  EXPECT_EQ(prewarm_summary(allowed.out).not_stored, 1) << allowed.show();
+
+  // A read-only cache without the entry: compiled, not stored.
+  const CliResult read_only = run(prewarm, "SGTOPK_CACHE_READ_ONLY=1");
+  EXPECT_EQ(read_only.exit_code, 1) << read_only.show();
+  EXPECT_EQ(prewarm_summary(read_only.out).not_stored, 1) << read_only.show();
+  EXPECT_TRUE(contains(read_only.err, "small")) << read_only.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+}
+
+// The store itself fails (the entry's fan-out directory is a regular file):
+// non-zero; once stored, a read-only prewarm of the same cache is all hits
+// and passes (a shipped cache is complete).
+TEST_F(CliTest, PrewarmFailsWhenTheStoreFailsAndPassesOnACompleteReadOnlyCache) {
+  write_text(root_ / "one.toml", "arch = \"sm_90\"\n[[plan]]\nname = \"small\"\nk = 64\nrows = 4\nwidth = 4096\n");
+  const std::string prewarm = "prewarm " + shell_quote((root_ / "one.toml").string()) + " --jobs 1";
+  const CliResult first = run(prewarm);
+  ASSERT_EQ(first.exit_code, 0) << first.show();
+  const auto keys = prewarm_keys(first.out);
+  ASSERT_EQ(keys.size(), 1u) << first.show();
+  const std::string key = *keys.begin();
+
+  fs::remove_all(cache_);
+  fs::create_directories(cache_);
+  write_text(cache_ / key.substr(0, 2), "a regular file where the fan-out directory goes\n");
+  const CliResult blocked = run(prewarm);
+  EXPECT_EQ(blocked.exit_code, 1) << blocked.show();
+  const Summary s = prewarm_summary(blocked.out);
+  EXPECT_EQ(s.compiled, 1) << blocked.show();
+  EXPECT_EQ(s.not_stored, 1) << blocked.show();
+  EXPECT_TRUE(contains(blocked.err, "not stored (storing the entry failed): small")) << blocked.show();
+
+  fs::remove(cache_ / key.substr(0, 2));
+  const CliResult stored = run(prewarm);
+  ASSERT_EQ(stored.exit_code, 0) << stored.show();
+  EXPECT_TRUE(contains(stored.out, "compiled, on disk")) << stored.show();
+  const CliResult shipped = run(prewarm, "SGTOPK_CACHE_READ_ONLY=1");
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.show();
+  EXPECT_TRUE(contains(shipped.out, "1 plans: 1 cache hits, 0 compiled, 0 failed, 0 not stored")) << shipped.show();
 }
 
 // ------------------------------------------------------------ env, selftest ----

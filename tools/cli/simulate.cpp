@@ -1,0 +1,207 @@
+// sgtopk simulate: the sampled route's decisions (reference::decide_sampled_route)
+// over rows of the library's row families, on the CPU: how often a row is
+// certified by the primary proposal, needs the band pass, or falls back to
+// the exact route, and how many candidates certification admits. It predicts
+// the sampled family's traffic (ALGORITHM.md, table 2) before any kernel runs.
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "reference/row_families.h"
+#include "reference/sampled_route.h"
+#include "runtime/error.h"
+#include "runtime/policy.h"
+#include "tools/cli/commands.h"
+
+namespace sgtopk::cli {
+namespace {
+
+using reference::SampledDecision;
+
+// The work one simulate may ask for: rows x width x families scores
+// generated and decided (2^36: minutes on one core), and the rows in flight
+// at once (one per thread) at most 2^32 bytes.
+constexpr int64_t kMaxSimulatedScores = int64_t{1} << 36;
+constexpr int64_t kMaxRowBytesInFlight = int64_t{1} << 32;
+
+struct RouteTally {
+  int64_t rows = 0, short_rows = 0, primary = 0, band = 0, exact = 0;  // exact includes no-view
+  int64_t certified_admitted = 0;  // sum of the candidates of primary and band rows
+  int stride_min = INT_MAX, stride_max = 0;
+
+  void add(const SampledDecision& d) {
+    ++rows;
+    switch (d.route) {
+      case SampledDecision::kShort: ++short_rows; return;  // no view, no stride: nothing is sampled
+      case SampledDecision::kPrimary: ++primary; break;
+      case SampledDecision::kBand: ++band; break;
+      case SampledDecision::kNoView:
+      case SampledDecision::kExact: ++exact; break;
+    }
+    certified_admitted += d.admitted();
+    stride_min = std::min(stride_min, d.stride);
+    stride_max = std::max(stride_max, d.stride);
+  }
+  void merge(const RouteTally& o) {
+    rows += o.rows;
+    short_rows += o.short_rows;
+    primary += o.primary;
+    band += o.band;
+    exact += o.exact;
+    certified_admitted += o.certified_admitted;
+    stride_min = std::min(stride_min, o.stride_min);
+    stride_max = std::max(stride_max, o.stride_max);
+  }
+};
+
+void print_tally(const char* name, const RouteTally& t, int k) {
+  auto pct = [&](int64_t n) { return t.rows ? 100.0 * static_cast<double>(n) / static_cast<double>(t.rows) : 0.0; };
+  const int64_t certified = t.primary + t.band;
+  char admitted[32] = "-";
+  if (certified > 0) {
+    std::snprintf(admitted, sizeof admitted, "%.2f",
+                  static_cast<double>(t.certified_admitted) / static_cast<double>(certified) / k);
+  }
+  char stride[32] = "-";
+  if (t.stride_max > 0) {
+    if (t.stride_min == t.stride_max) std::snprintf(stride, sizeof stride, "%d", t.stride_max);
+    else std::snprintf(stride, sizeof stride, "%d/%d", t.stride_min, t.stride_max);
+  }
+  std::printf("%-20s %6lld %8.1f %6.1f %6.1f %6.1f %11s %7s\n", name, static_cast<long long>(t.rows), pct(t.primary),
+              pct(t.band), pct(t.exact), pct(t.short_rows), admitted, stride);
+}
+
+struct SimulateCommand {
+  ProblemOptions problem;
+  std::string family = "indexer_like";
+  std::string policy_file;
+  bool causal = false;
+
+  int run() {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.k = 2048;
+    p.rows = 256;
+    p.width = 262144;
+    problem.apply(&p);  // each in range: checked by the options
+    const int k = p.k;
+    const int64_t rows = p.rows, width = p.width;
+
+    namespace rf = sgtopk::rows;
+    std::vector<rf::RowFamily> families;
+    if (family == "all") {
+      families = rf::all_row_families();
+    } else if (auto f = rf::family_from_name(family)) {
+      families.push_back(*f);
+    } else {
+      std::string known;
+      for (rf::RowFamily g : rf::all_row_families()) known += std::string(rf::family_name(g)) + ", ";
+      throw UsageError("unknown row family '" + family + "' (known: " + known + "all)");
+    }
+    const int64_t n_families = static_cast<int64_t>(families.size());
+    if (rows > kMaxSimulatedScores / width / n_families)
+      throw UsageError("rows x width x families = " + std::to_string(rows) + " x " + std::to_string(width) + " x " +
+                       std::to_string(n_families) + " scores is over simulate's limit of " +
+                       std::to_string(kMaxSimulatedScores) + " (2^36); give fewer --rows or a smaller --width");
+
+    detail::Policy policy = detail::Policy::defaults();
+    if (!policy_file.empty()) {
+      try {
+        policy = detail::parse_policy_file(policy_file);
+      } catch (const detail::Error& e) {
+        throw UsageError(e.what());
+      }
+    }
+    const detail::SelectSampledPolicy& sp = policy.sampled;
+
+    // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
+    auto length_of = [&](int64_t i) { return causal ? std::max<int64_t>(0, width - rows + 1 + i) : width; };
+    std::printf("simulate: K=%d, %lld %s of length %lld..%lld; stride %d for rows >= %lld wide, else %d; "
+                "margins %.3g (primary) / %.3g (band)\n",
+                k, static_cast<long long>(rows), causal ? "causal rows" : "rows", static_cast<long long>(length_of(0)),
+                static_cast<long long>(length_of(rows - 1)), sp.stride_wide,
+                static_cast<long long>(sp.wide_row_threshold), sp.stride_narrow, sp.primary_margin,
+                sp.secondary_margin);
+
+    // Each (family, row) gets its own seed, from the family's identity and the
+    // row index, so a family's rows are the same alone or within `all`.
+    auto seed_of = [](rf::RowFamily f, int64_t i) {
+      return 0x5eed2026c0ffee11ull ^ (static_cast<uint64_t>(f) + 1) * 0x9E3779B97F4A7C15ull ^
+             static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
+    };
+    const size_t tasks = families.size() * static_cast<size_t>(rows);
+    const size_t memory_threads = static_cast<size_t>(std::max<int64_t>(1, kMaxRowBytesInFlight / (width * 4)));
+    const size_t threads =
+        std::min({static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), tasks, memory_threads});
+    std::vector<std::vector<RouteTally>> partial(threads, std::vector<RouteTally>(families.size()));
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;  // the first one a worker met (a row that did not fit in memory): rethrown below
+    std::mutex error_lock;
+    auto worker = [&](size_t t) {
+      try {
+        for (size_t task = next++; task < tasks; task = next++) {
+          const size_t fi = task / static_cast<size_t>(rows);
+          const int64_t i = static_cast<int64_t>(task % static_cast<size_t>(rows));
+          std::mt19937_64 rng(seed_of(families[fi], i));
+          const int64_t len = length_of(i);
+          const std::vector<float> row = rf::make_row(families[fi], len, k, rng);
+          // The row id is the row's index in the launch, as on the GPU.
+          partial[t][fi].add(reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), sp));
+        }
+      } catch (...) {
+        next = tasks;  // the others stop too
+        std::lock_guard<std::mutex> lock(error_lock);
+        if (!error) error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    try {
+      for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr, "sgtopk simulate: warning: started %zu of %zu threads: %s\n", pool.size(), threads, e.what());
+    }
+    if (pool.empty()) worker(0);
+    for (auto& th : pool) th.join();
+    if (error) std::rethrow_exception(error);
+
+    std::printf("%-20s %6s %8s %6s %6s %6s %11s %7s\n", "family", "rows", "primary%", "band%", "exact%", "short%",
+                "admitted/K", "stride");
+    RouteTally total;
+    for (size_t fi = 0; fi < families.size(); ++fi) {
+      RouteTally t;
+      for (const auto& part : partial) t.merge(part[fi]);
+      print_tally(rf::family_name(families[fi]), t, k);
+      total.merge(t);
+    }
+    if (families.size() > 1) print_tally("all", total, k);
+    std::printf("exact%% includes rows whose view is too small (no view); short: len <= K, nothing to select; "
+                "admitted/K: mean candidates over the certified (primary + band) rows.\n");
+    return 0;
+  }
+};
+
+}  // namespace
+
+Runner add_simulate(CLI::App& app) {
+  auto cmd = std::make_shared<SimulateCommand>();
+  CLI::App* sub = app.add_subcommand("simulate", "CPU only: the sampled route's decisions per row family");
+  sub->footer(
+      "Prints, per row family, the % of rows certified by the primary proposal, by the band pass, sent to the\n"
+      "exact route, or short (len <= K), and the candidates admitted / K. rows x width x families at most 2^36.");
+  cmd->problem.add(sub, ProblemOptions::Set::shape, 2048, 256, 262144);
+  sub->add_option("--family", cmd->family, "a row family, or all (default indexer_like)")->type_name("NAME|all");
+  sub->add_option("--policy", cmd->policy_file, "policy TOML over the defaults (its [select.sampled] keys)")
+      ->type_name("FILE");
+  sub->add_flag("--causal", cmd->causal, "row i sees width - rows + 1 + i keys (prefill)");
+  return [cmd] { return cmd->run(); };
+}
+
+}  // namespace sgtopk::cli
