@@ -45,6 +45,15 @@ end, so the newest tokens crowd the top-K). Because the ramp follows each
 row's own length, the dense end moves with the ragged (causal) lengths.
 "iid" rows are torch.rand, uniform in [0, 1): the textbook case; its 24-bit
 granularity makes ties at the K-th value happen, exercising the tie rule.
+Three adversaries at the same shapes (workload "robustness", against iid): no
+input may fall off a cliff.
+"ties" rows hold 64 distinct values (uniform, rounded down to 1/64): the
+boundary's tie group is about N/64 scores (4096 at N = 262144, twice K).
+"periodic" rows are uniform plus 1 on positions i with i mod 32 >= 16:
+periodic in the sampled view's stride, so a row's view can see only the low
+half or only the high one.
+"packed" rows are uniform with the top K packed in one run of K consecutive
+positions (2 + uniform) at a random place in the row.
 Both are generated directly on the GPU in float32 from fixed seeds (one per
 shape, length rule, kind and buffer), chunked by rows to bound memory.
 Positions at or past a row's valid length are filled with +1e30 for our
@@ -94,7 +103,10 @@ SINK_BOOST = 4.0
 RECENT_POSITIONS = 2048
 RECENT_BOOST = 3.0
 
-WORKLOADS = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep", "margin-sweep", "stride-sweep"]
+WORKLOADS = ["operator-matrix", "few-long-rows", "many-short-rows", "k-sweep", "margin-sweep", "stride-sweep",
+             "robustness"]
+SCORE_KINDS = ("indexer", "iid", "ties", "periodic", "packed")
+ROBUSTNESS_KINDS = "iid,ties,periodic,packed"
 
 # The sampled family's two knobs, swept as in the paper's figures 9 and 10: the
 # primary margin rho0 (K to 2K; the band margin follows 0.25 above it) and the
@@ -167,6 +179,9 @@ def make_configs(workload, quick, shapes_override=None):
         if quick:
             ks = (256, 2048, 8192)
         out = [dict(M=2048, N=262144, K=k, lengths="causal") for k in ks]
+    elif workload == "robustness":
+        shapes = [(2048, 262144)] if quick else [(512, 131072), (2048, 262144), (8192, 1048576)]
+        out = [dict(M=m, N=n, K=2048, lengths="causal") for m, n in shapes]
     elif workload in ("margin-sweep", "stride-sweep"):
         shapes = [(2048, 262144)] if quick else [(2048, 262144), (8192, 1048576)]
         if workload == "margin-sweep":
@@ -214,7 +229,7 @@ def make_lengths(cfg, device):
 
 # --- score generation ------------------------------------------------------------
 @torch.no_grad() if torch is not None else (lambda f: f)
-def generate_scores(out, lengths, kind, seed):
+def generate_scores(out, lengths, kind, seed, k=2048):
     """Fill out[M, N] (float32, on the GPU) with `kind` rows; suffix past len = SUFFIX_POISON."""
     M, N = out.shape
     dev = out.device
@@ -227,8 +242,8 @@ def generate_scores(out, lengths, kind, seed):
         qscale = torch.rand(M, heads, generator=g, device=dev, dtype=torch.float32).mul_(0.5).add_(0.75)
         off = torch.arange(RECENT_POSITIONS, device=dev)
         ramp_row = (off + 1).to(torch.float32).mul_(RECENT_BOOST / RECENT_POSITIONS)
-    elif kind != "iid":
-        raise ValueError("unknown score kind %r (indexer, iid)" % kind)
+    elif kind not in SCORE_KINDS:
+        raise ValueError("unknown score kind %r (%s)" % (kind, ", ".join(SCORE_KINDS)))
     rows_per = max(1, GEN_CHUNK_ELEMS // max(N, 1))
     z = None
     for r0 in range(0, M, rows_per):
@@ -236,8 +251,19 @@ def generate_scores(out, lengths, kind, seed):
         c = r1 - r0
         dst = out[r0:r1]
         L = lengths[r0:r1].to(torch.int64)
-        if kind == "iid":
+        if kind in ("iid", "ties", "periodic", "packed"):
             dst.uniform_(0.0, 1.0, generator=g)
+            if kind == "ties":
+                dst.mul_(64.0).floor_().div_(64.0)
+            elif kind == "periodic":
+                dst.add_(((pos % 32) >= 16).to(torch.float32)[None, :])
+            elif kind == "packed":
+                room = (L - k).clamp_min(0)
+                start = (torch.rand(c, generator=g, device=dev) * (room + 1).to(torch.float32)).to(torch.int64)
+                start = torch.minimum(start, room)
+                cols = (start[:, None] + torch.arange(k, device=dev)[None, :]).clamp_max(N - 1)
+                run = torch.rand(c, k, generator=g, device=dev).add_(2.0)
+                dst.scatter_(1, cols, run)
         else:
             if z is None or z.shape[0] != c:
                 z = torch.empty(c, N, device=dev, dtype=torch.float32)
@@ -482,7 +508,7 @@ def run_config(ctx, cfg, kind):
             nbuf = 1 if bytes_scores >= ROTATE_BYTES else min(MAX_BUFFERS, math.ceil(ROTATE_BYTES / bytes_scores))
             for b in range(nbuf):
                 buf = torch.empty(M, N, dtype=torch.float32, device=dev)
-                generate_scores(buf, lengths, kind, seed_for(cfg, kind, b))
+                generate_scores(buf, lengths, kind, seed_for(cfg, kind, b), K)
                 bufs.append(buf)
             idx = torch.empty(M, K, dtype=torch.int32, device=dev)
         run["buffers"] = nbuf
@@ -674,7 +700,9 @@ def main(argv=None):
     ap.add_argument("--workload", default="operator-matrix", choices=WORKLOADS + ["all"])
     ap.add_argument("--out", required=True, help="output folder (bench/results to keep the run)")
     ap.add_argument("--quick", action="store_true", help="a small subset of each workload, fewer rounds")
-    ap.add_argument("--scores", default=None, help="comma list of indexer,iid (default: both; --quick: indexer)")
+    ap.add_argument("--scores", default=None,
+                    help="comma list of %s (default: indexer,iid; --quick: indexer; robustness: %s)" % (
+                        ",".join(SCORE_KINDS), ROBUSTNESS_KINDS))
     ap.add_argument("--policy-toml", default=None, help="policy TOML text passed to sgtopk_compile")
     ap.add_argument("--family", default=None, help="force a kernel family by name")
     ap.add_argument("--tag", default=None, help="file-name suffix (default: derived from --family/--policy-toml)")
@@ -701,10 +729,11 @@ def main(argv=None):
     if args.rounds is None:
         args.rounds = 5 if args.quick else 7
     args.rounds = max(args.rounds, 5)
-    kinds = [k.strip() for k in (args.scores or ("indexer" if args.quick else "indexer,iid")).split(",") if k.strip()]
+    default_kinds = ROBUSTNESS_KINDS if args.workload == "robustness" else ("indexer" if args.quick else "indexer,iid")
+    kinds = [k.strip() for k in (args.scores or default_kinds).split(",") if k.strip()]
     for k in kinds:
-        if k not in ("indexer", "iid"):
-            ap.error("unknown score kind %r" % k)
+        if k not in SCORE_KINDS:
+            ap.error("unknown score kind %r (%s)" % (k, ", ".join(SCORE_KINDS)))
     tag = args.tag
     if tag is None and (args.family or args.policy_toml):
         parts = []
