@@ -1,4 +1,4 @@
-// The policy table and its TOML reader/writer. Only this file includes toml++.
+// The policy table and its TOML reader/writer (over runtime/toml_input).
 //
 // One table (sections(), below) describes every key: its section, name, type,
 // bounds, the accessor of its struct member and a one-line comment. The
@@ -8,6 +8,7 @@
 
 #include "cache/files.h"
 #include "runtime/error.h"
+#include "runtime/toml_input.h"
 
 #include <toml++/toml.h>
 
@@ -363,51 +364,13 @@ struct Pos {
 
 Pos pos_of(const toml::source_region& r) { return {r.begin.line, r.begin.column}; }
 
-class Report {
+// Every problem of a document, reported at once in file order.
+class Report : public TomlIssues {
  public:
-  explicit Report(std::string source) : source_(std::move(source)) {}
-  void add(Pos pos, std::string text) { items_.push_back({pos, std::move(text)}); }
-  bool empty() const { return items_.empty(); }
-  void raise_if_any() {
-    if (items_.empty()) return;
-    std::stable_sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {
-      return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
-    });
-    std::string msg;
-    for (const Item& it : items_) {
-      if (!msg.empty()) msg += '\n';
-      msg += source_;
-      if (it.pos.line) msg += cat(":", std::to_string(it.pos.line), ":", std::to_string(it.pos.column));
-      msg += cat(": ", it.text);
-    }
-    fail(SGTOPK_ERROR_POLICY, msg);
-  }
-
- private:
-  struct Item {
-    Pos pos;
-    std::string text;
-  };
-  std::string source_;
-  std::vector<Item> items_;
+  explicit Report(std::string source) : TomlIssues(std::move(source), SGTOPK_ERROR_POLICY) {}
+  void add(Pos pos, std::string text) { TomlIssues::add(pos.line, pos.column, std::move(text)); }
 };
 
-std::string got(const toml::node& n) {
-  std::ostringstream os;
-  switch (n.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: os << "a string (" << *n.as_string() << ")"; break;
-    case toml::node_type::integer: os << "an integer (" << *n.as_integer() << ")"; break;
-    case toml::node_type::floating_point: os << "a floating-point number (" << *n.as_floating_point() << ")"; break;
-    case toml::node_type::boolean: os << "a boolean (" << *n.as_boolean() << ")"; break;
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
-  }
-  return os.str();
-}
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -472,7 +435,7 @@ struct Reader {
   template <class T>
   void read(const std::string& key, const IntSpec<T>& spec, const toml::node& node, Pos pos) {
     const auto* v = node.as_integer();
-    if (!v) return report.add(pos, key + " must be an integer, got " + got(node));
+    if (!v) return report.add(pos, key + " must be an integer, got " + toml_value_text(node));
     const int64_t x = v->get();
     if (std::string r = check_int(spec.rule, x); !r.empty()) return report.add(pos, key + r);
     spec.ref(policy) = static_cast<T>(x);  // in range, so exact
@@ -485,34 +448,34 @@ struct Reader {
     else if (const auto* i = node.as_integer())
       x = static_cast<double>(i->get());
     else
-      return report.add(pos, key + " must be a number, got " + got(node));
+      return report.add(pos, key + " must be a number, got " + toml_value_text(node));
     if (std::string r = check_double(spec, x); !r.empty()) return report.add(pos, key + r);
     spec.ref(policy) = x;
   }
 
   void read(const std::string& key, const BoolSpec& spec, const toml::node& node, Pos pos) {
     const auto* v = node.as_boolean();
-    if (!v) return report.add(pos, key + " must be a boolean (true or false), got " + got(node));
+    if (!v) return report.add(pos, key + " must be a boolean (true or false), got " + toml_value_text(node));
     spec.ref(policy) = v->get();
   }
 
   void read(const std::string& key, const StringSpec& spec, const toml::node& node, Pos pos) {
     const auto* v = node.as_string();
-    if (!v) return report.add(pos, key + " must be a string, got " + got(node));
+    if (!v) return report.add(pos, key + " must be a string, got " + toml_value_text(node));
     if (std::string r = check_string(spec, v->get()); !r.empty()) return report.add(pos, key + r);
     spec.ref(policy) = v->get();
   }
 
   void read(const std::string& key, const IntListSpec& spec, const toml::node& node, Pos pos) {
     const auto* arr = node.as_array();
-    if (!arr) return report.add(pos, key + " must be an array of integers, got " + got(node));
+    if (!arr) return report.add(pos, key + " must be an array of integers, got " + toml_value_text(node));
     std::vector<int> values;
     std::vector<Pos> where;
     for (size_t i = 0; i < arr->size(); ++i) {
       const toml::node& e = *arr->get(i);
       const auto* v = e.as_integer();
       const std::string name = key + "[" + std::to_string(i) + "]";
-      if (!v) return report.add(pos_of(e.source()), name + " must be an integer, got " + got(e));
+      if (!v) return report.add(pos_of(e.source()), name + " must be an integer, got " + toml_value_text(e));
       if (std::string r = check_int(spec.each, v->get()); !r.empty()) return report.add(pos_of(e.source()), name + r);
       values.push_back(static_cast<int>(v->get()));
       where.push_back(pos_of(e.source()));
@@ -536,7 +499,7 @@ struct Reader {
         if (const auto* sub = node.as_table())
           walk(*sub, key);
         else
-          report.add(kpos, key + " must be a table (section [" + key + "]), got " + got(node));
+          report.add(kpos, key + " must be a table (section [" + key + "]), got " + toml_value_text(node));
       } else if (node.is_table()) {
         // Candidates: the known next components under `prefix` ("select" at the root).
         std::vector<std::string> children;
@@ -656,36 +619,8 @@ std::string Policy::to_toml() const {
   return out;
 }
 
-void require_ascii_toml(std::string_view toml_text, const std::string& source_name) {
-  size_t line = 1, column = 1;
-  for (const char ch : toml_text) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (byte >= 0x80) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(byte));
-      fail(SGTOPK_ERROR_POLICY, cat(source_name, ":", std::to_string(line), ":", std::to_string(column),
-                                    ": byte ", hex, " is not ASCII (sgtopk's TOML files are ASCII, comments included)"));
-    }
-    if (ch == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-}
-
 Policy parse_policy_string(std::string_view toml_text, const std::string& source_name, const Policy& base) {
-  require_ascii_toml(toml_text, source_name);
-  toml::table doc;
-  try {
-    doc = toml::parse(toml_text, source_name);
-  } catch (const toml::parse_error& e) {
-    const Pos pos = pos_of(e.source());
-    std::string msg = source_name;
-    if (pos.line) msg += ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
-    fail(SGTOPK_ERROR_POLICY, msg + ": TOML syntax error: " + std::string(e.description()));
-  }
+  const toml::table doc = parse_ascii_toml(toml_text, source_name, SGTOPK_ERROR_POLICY);
 
   Policy result = base;
   Report report(source_name);

@@ -259,13 +259,6 @@ Policy parse_policy_file(const std::string& path, const Policy& base = Policy::d
 Policy parse_policy_string(std::string_view toml, const std::string& source_name = "<policy string>",
                            const Policy& base = Policy::defaults());
 
-// sgtopk's TOML (policies, manifests, problem files) is ASCII: throws
-// SGTOPK_ERROR_POLICY naming `source_name`, the line and the column of the
-// first byte that is not. toml++ 3.3.0 (Debian's) reaches undefined behaviour
-// on some non-ASCII characters (upstream issues 190 and 295), so no other
-// byte ever reaches its parser.
-void require_ascii_toml(std::string_view toml_text, const std::string& source_name);
-
 // Checks a policy built in code against the same rules (ranges, consistency);
 // throws sgtopk::Error with SGTOPK_ERROR_POLICY naming `source_name` and the key.
 void validate_policy(const Policy& policy, const std::string& source_name = "<policy>");

@@ -12,84 +12,25 @@
 #include <tuple>
 
 #include "runtime/error.h"
-#include "runtime/policy.h"
+#include "runtime/toml_input.h"
 
 namespace sgtopk::cli {
 namespace {
 
-struct Issue {
-  uint32_t line = 0, column = 0;  // 0: no position
-  std::string text;
-};
-
-class Issues {
+// Every problem of a file, reported at once in file order, as "KEY: text".
+class Issues : public detail::TomlIssues {
  public:
-  explicit Issues(std::string source) : source_(std::move(source)) {}
+  explicit Issues(std::string source) : TomlIssues(std::move(source), SGTOPK_ERROR_INVALID_ARGUMENT) {}
   void add(const toml::source_region& where, const std::string& key, const std::string& text) {
-    items_.push_back({where.begin.line, where.begin.column, key.empty() ? text : key + ": " + text});
+    TomlIssues::add(where, key.empty() ? text : key + ": " + text);
   }
   void add(const std::string& key, const std::string& text) { add(toml::source_region{}, key, text); }
-  void raise_if_any() {
-    if (items_.empty()) return;
-    std::stable_sort(items_.begin(), items_.end(), [](const Issue& a, const Issue& b) {
-      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-    });
-    std::string message;
-    for (const Issue& it : items_) {
-      if (!message.empty()) message += '\n';
-      // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive)
-      // about `": " + text` here.
-      message.append(source_);
-      if (it.line) message.append(":").append(std::to_string(it.line)).append(":").append(std::to_string(it.column));
-      message.append(": ").append(it.text);
-    }
-    detail::invalid_argument(message);
-  }
-
- private:
-  std::string source_;
-  std::vector<Issue> items_;
 };
 
-// What a node holds, for "expected X, got Y".
-std::string got(const toml::node& n) {
-  std::ostringstream os;
-  switch (n.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: {
-      std::string s(n.as_string()->get());
-      if (s.size() > 40) s = s.substr(0, 40) + "...";
-      os << "a string (\"" << s << "\")";
-      break;
-    }
-    case toml::node_type::integer: os << "an integer (" << n.as_integer()->get() << ")"; break;
-    case toml::node_type::floating_point: os << "a floating-point number (" << n.as_floating_point()->get() << ")"; break;
-    case toml::node_type::boolean: os << "a boolean (" << (n.as_boolean()->get() ? "true" : "false") << ")"; break;
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
-  }
-  return os.str();
-}
+std::string got(const toml::node& n) { return detail::toml_value_text(n); }
 
 toml::table parse_toml(std::string_view text, const std::string& source_name) {
-  // ASCII only, as every sgtopk TOML file: toml++ 3.3.0 reaches undefined
-  // behaviour on some other bytes (runtime/policy.h).
-  try {
-    detail::require_ascii_toml(text, source_name);
-  } catch (const detail::Error& e) {
-    detail::invalid_argument(e.what());  // a bad input file, like every other problem here
-  }
-  try {
-    return toml::parse(text, source_name);
-  } catch (const toml::parse_error& e) {
-    Issues issues(source_name);
-    issues.add(e.source(), "", "TOML syntax error: " + std::string(e.description()));
-    issues.raise_if_any();
-  }
-  return {};
+  return detail::parse_ascii_toml(text, source_name, SGTOPK_ERROR_INVALID_ARGUMENT);
 }
 
 // A non-empty string, or an issue.

@@ -2,7 +2,7 @@
 // PROBLEM.toml`) and a deployment manifest (`sgtopk prewarm MANIFEST.toml`).
 //
 // Pure functions: no I/O, no exit(). A byte that is not ASCII is refused
-// first (detail::require_ascii_toml). Every problem in the text (a syntax
+// first (detail::parse_ascii_toml). Every problem in the text (a syntax
 // error, an unknown key, a key of the wrong type, a number out of its type's
 // range, a missing required key) is reported, all at once, as one
 // sgtopk::detail::Error (SGTOPK_ERROR_INVALID_ARGUMENT) whose message has a
