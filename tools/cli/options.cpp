@@ -1,14 +1,10 @@
 // Shared CLI pieces (commands.h): the integer validator, the problem options,
 // compile options from a request, bounded file reading.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 
+#include "cache/files.h"
 #include "runtime/problem.h"
 #include "tools/cli/commands.h"
 
@@ -94,28 +90,11 @@ sgtopk_compile_options options_for(const Request& r) {
 }
 
 std::string read_config_file(const std::string& path) {
-  constexpr off_t kMaxBytes = off_t{1} << 20;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw UsageError(path + ": cannot read: not a regular file");
-  if (st.st_size > kMaxBytes) throw UsageError(path + ": cannot read: larger than 1 MiB");
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));
-    if (n == 0) break;  // shrank meanwhile
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  return text;
+  // The library's reader (cache/files.h): a regular file of at most 1 MiB,
+  // opened without blocking, so a FIFO or a device is refused, not waited on.
+  const detail::FileBytes file = detail::read_regular_file(path, uint64_t{1} << 20, /*follow_links=*/true);
+  if (!file.error.empty()) throw UsageError(path + ": cannot read: " + file.error);
+  return std::string(file.bytes.begin(), file.bytes.end());
 }
 
 }  // namespace sgtopk::cli
