@@ -13,12 +13,18 @@ namespace sgtopk::detail {
 namespace {
 
 // Sampling pays on long rows, and its persistent one-CTA-per-row schedule
-// needs enough rows to fill the GPU.
+// needs enough rows to fill the GPU; fewer long rows are split over several
+// CTAs each (when a split count fits); the rest stay row-local and exact.
 std::string choose_family(const Problem& p, const Policy& policy, const Target& target) {
   const SelectDispatchPolicy& d = policy.dispatch;
+  const SelectSplitPolicy& split = policy.split;
   const bool long_rows = p.width >= d.sampled_min_width && p.width > p.k;
   const bool fills_gpu = p.rows >= int64_t{target.sm_count} * d.sampled_min_rows_per_sm;
-  return long_rows && fills_gpu ? "sampled" : "direct_exact";
+  if (long_rows && fills_gpu) return "sampled";
+  const bool few_rows = p.rows <= int64_t{target.sm_count} * split.max_rows_per_sm;
+  if (p.width >= split.min_width && p.width > p.k && few_rows && split_segments(p, split, target.sm_count) > 1)
+    return "split";
+  return "direct_exact";
 }
 
 }  // namespace

@@ -208,8 +208,8 @@ const std::vector<Section>& sections() {
        "the candidate set, refinement runs on the frontier only (paper 4, 5.5).",
        {SGTOPK_POLICY_SELECT_SAMPLED(SGTOPK_FIELD_SAMPLED)}},
       {"select.split",
-       "KV-split for a few long rows: each row split over several CTAs, the last to arrive finishes.\n"
-       "Reserved: no split family exists yet; the keys are parsed and checked, nothing reads them.",
+       "KV-split family for a few long rows (paper 5.5): each row's segments on several CTAs, every CTA\n"
+       "proposing from the same view; the last segment to arrive finishes the row.",
        {SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_FIELD_SPLIT)}},
       {"select.dispatch",
        "Which family the planner picks for a shape.",

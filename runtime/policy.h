@@ -155,14 +155,30 @@
     "(a second look at the view). 1M uniform rows: 16.6 K -> about 3 K candidates. Refines\n" \
     "ALGORITHM.md's proposal by coarse bins (docs/decisions/2026-11-30-sampled-fine-proposal.md)")
 
-// [select.split] KV-split for a few long rows (reserved).
+// [select.split] KV-split for a few long rows: a row's segments on several CTAs.
 #define SGTOPK_POLICY_SELECT_SPLIT(X) \
-  X(LIST, split_counts, (2, 4, 8), ((1, 64), 16), \
-    "CTAs per row the planner may choose from (paper: 2, 4, 8)") \
-  X(WIDE, min_width, 262144, (1, kMaxWidth), \
+  X(LIST, split_counts, (2, 4, 8, 16, 32, 64, 128, 256), ((1, 1024), 16), \
+    "CTAs per row the planner chooses from: the largest whose rows x count CTAs fit\n" \
+    "ctas_per_sm per SM and whose segments hold min_segment_width scores (paper: 2, 4, 8)") \
+  X(WIDE, min_width, 16384, (1, kMaxWidth), \
     "rows narrower than this are never split") \
   X(INT, max_rows_per_sm, 1, (1, 64), \
-    "split only while rows <= max_rows_per_sm * SMs")
+    "split only while rows <= max_rows_per_sm * SMs") \
+  X(INT, ctas_per_sm, 1, (1, 8), \
+    "the grid holds at most this many CTAs per SM (each SM runs them at once)") \
+  X(WIDE, min_segment_width, 8192, (64, kMaxWidth), \
+    "scores per segment at least; a shorter row of the launch uses fewer segments") \
+  X(INT, block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA (1024 x 1 per SM: the finisher's refinement and the replicated proposal\n" \
+    "are latency-bound; docs/decisions/2026-12-01-split-family.md)") \
+  X(INT, loads_in_flight, 4, (1, 8), \
+    "16-byte loads in flight per thread in the segment pass") \
+  X(INT, stride, 64, (1, 4096), \
+    "view stride s of every row (each CTA of a row reads the whole view; margins, view block and\n" \
+    "fine proposal as [select.sampled])") \
+  X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
+    "candidates stored per row for its finisher; a row with more takes the sampled family's whole\n" \
+    "route on the finisher alone")
 
 // [select.dispatch] which family the planner picks.
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \

@@ -59,4 +59,11 @@ int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& poli
   return std::max<int64_t>(1, sample_rank(policy.fine_proposal_excess * policy.primary_margin, k, stride));
 }
 
+SelectSampledPolicy split_view_policy(const Policy& policy) {
+  SelectSampledPolicy view = policy.sampled;
+  view.stride_wide = policy.split.stride;
+  view.stride_narrow = policy.split.stride;
+  return view;
+}
+
 }  // namespace sgtopk::detail

@@ -62,4 +62,10 @@ int64_t sample_rank(double margin, int k, int stride);
 // k, stride), at least 1, or 0 when policy.fine_proposal_excess is 0 (off).
 int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy);
 
+// The view policy of the split family: [select.sampled] with both strides
+// replaced by select.split.stride (every CTA of a row reads the whole view,
+// so a split row affords a sparser one). Its routes are the sampled
+// family's under this policy.
+SelectSampledPolicy split_view_policy(const Policy& policy);
+
 }  // namespace sgtopk::detail

@@ -115,9 +115,9 @@ typedef struct sgtopk_select_args {
   sgtopk_devptr values;     /* float[rows][out_pitch] output (needs SGTOPK_VALUES) */
   sgtopk_devptr workspace;  /* sgtopk_workspace_size bytes; 0: the plan's own.
                                A caller's buffer must be zero-filled before a sampled
-                               plan's first launch on it (row counters in its first 256
-                               bytes, restored to zero by every launch); after another
-                               plan used it, zero-fill it again. */
+                               or split plan's first launch on it (row counters, restored
+                               to zero by every launch); after another plan used it,
+                               zero-fill it again. */
   sgtopk_devptr route_stats; /* uint64[SGTOPK_ROUTE_STAT_SLOTS] (needs SGTOPK_ROUTE_STATS) */
 } sgtopk_select_args;
 #define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0}

@@ -6,6 +6,7 @@ const std::vector<Family>& select_family_table() {
   static const std::vector<Family> table = {
       {"direct_exact", "sgtopk/agent/direct_exact.cuh", "sgtopk::DirectExactAgent", plan_direct_exact},
       {"sampled", "sgtopk/agent/sampled.cuh", "sgtopk::SampledAgent", plan_sampled},
+      {"split", "sgtopk/agent/split.cuh", "sgtopk::SplitAgent", plan_split},
   };
   return table;
 }

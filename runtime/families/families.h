@@ -27,5 +27,8 @@ const Family* find_family(const std::string& name);
 // The planning units.
 void plan_direct_exact(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+// CTAs per row of a split plan (select.split.split_counts; 1: none fits).
+int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int sm_count);
 
 }  // namespace sgtopk::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/error.h"
+#include "runtime/sampled_view.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -29,6 +30,12 @@ int raises_per_chunk(int asked, int threads) {
   return n;
 }
 
+}  // namespace
+
+int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(n, 1)); }
+
+int sort_slots(const Problem& p) { return p.sorted ? static_cast<int>(next_pow2(p.k)) : 1; }
+
 // A plan whose block cannot get its shared memory on the target is the
 // caller's error (a policy or a K too large for that GPU): say so at compile
 // time, not as a failed cuFuncSetAttribute at load.
@@ -44,12 +51,6 @@ void check_shared_memory(const Problem& p, const Policy& policy, const Target& t
                                 : "lower select.direct.frontier_shared_capacity (now " +
                                       std::to_string(policy.direct.frontier_shared_capacity) + ")"));
 }
-
-}  // namespace
-
-int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(n, 1)); }
-
-int sort_slots(const Problem& p) { return p.sorted ? static_cast<int>(next_pow2(p.k)) : 1; }
 
 unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words) {
   return sgtopk::select_shared_bytes(policy.direct.frontier_shared_capacity, p.sorted, sort_slots(p), floor_marks_words);
@@ -112,6 +113,22 @@ void set_persistent_geometry(Plan& plan, int threads, int workers_per_sm, const 
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * workers_per_sm));
   plan.dynamic_smem_bytes = select_smem_bytes(p, policy, floor_marks_words);
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
+}
+
+void set_view_config(KernelConfig& config, const Problem& p, const SelectSampledPolicy& sp) {
+  const int wide = stride_for_rank(sp.stride_wide, p.k, sp);
+  const int narrow = stride_for_rank(sp.stride_narrow, p.k, sp);
+  config.integer("kViewLoadsInFlight", sp.view_loads_in_flight)
+      .integer("kViewBlock", view_block_for_rank(p.k, sp))
+      .integer("kStrideWide", wide)
+      .integer("kStrideNarrow", narrow)
+      .wide("kWideRowThreshold", sp.wide_row_threshold)
+      .integer("kQ0Wide", sample_rank(sp.primary_margin, p.k, wide))
+      .integer("kQ1Wide", sample_rank(sp.secondary_margin, p.k, wide))
+      .integer("kQ0Narrow", sample_rank(sp.primary_margin, p.k, narrow))
+      .integer("kQ1Narrow", sample_rank(sp.secondary_margin, p.k, narrow))
+      .integer("kFineTriggerWide", fine_proposal_trigger(p.k, wide, sp))
+      .integer("kFineTriggerNarrow", fine_proposal_trigger(p.k, narrow, sp));
 }
 
 uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {

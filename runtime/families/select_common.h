@@ -32,6 +32,10 @@ unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_mar
 // 0: not known here.
 unsigned max_dynamic_shared_bytes(const std::string& arch);
 
+// Refuses (invalid argument, naming the knob or option to change) a block
+// of `bytes` of dynamic shared memory that the target cannot give.
+void check_shared_memory(const Problem& p, const Policy& policy, const Target& target, unsigned bytes);
+
 // The constants of the shared body, in every select family's Config.
 KernelConfig select_body_config(const Problem& p, const Policy& policy, const SelectBody& body);
 
@@ -40,6 +44,11 @@ KernelConfig select_body_config(const Problem& p, const Policy& policy, const Se
 // shared memory (refused when the target cannot give it).
 void set_persistent_geometry(Plan& plan, int threads, int workers_per_sm, const Problem& p, const Policy& policy,
                              const Target& target, int floor_marks_words = 0);
+
+// The view constants of the sampled proposal (the sampled and split
+// families): strides, view block and sample ranks, fixed here once by the
+// functions the CPU reference uses (runtime/sampled_view.h), never on the GPU.
+void set_view_config(KernelConfig& config, const Problem& p, const SelectSampledPolicy& view);
 
 // Each persistent worker owns one global frontier slice, so the workspace
 // scales with the worker pool, never with rows x width.

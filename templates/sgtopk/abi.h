@@ -39,6 +39,23 @@ struct RowClaims {
 constexpr unsigned kRowClaimsBytes = 256u;
 static_assert(sizeof(RowClaims) <= kRowClaimsBytes, "the row counters outgrew their reserved bytes");
 
+// The split family's per-row record in its workspace: the segments' arrival
+// counter and candidate totals, restored by the row's finisher (the last
+// segment to arrive) so that the next launch starts from zero. Then the
+// candidates (values, then indices) and the finisher's frontier slice.
+struct SplitRowHeader {
+  u32 arrived;   // segments that have published their candidates
+  u32 admitted;  // candidates at or above the secondary threshold, every segment
+  u32 primary;   // of them, at or above the primary threshold
+  u32 overflow;  // nonzero: some candidates were not stored
+};
+constexpr unsigned kSplitRowHeaderBytes = 256u;
+static_assert(sizeof(SplitRowHeader) <= kSplitRowHeaderBytes, "the split row header outgrew its reserved bytes");
+SGTOPK_ABI_FN unsigned long long split_row_bytes(int candidate_capacity, int frontier_global_capacity) {
+  return kSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(candidate_capacity) +
+         8ull * static_cast<unsigned long long>(frontier_global_capacity);
+}
+
 // Route statistics (include/sgtopk/route_stats.def): one counter per route a
 // row can take, the candidate volume, and the cycles per phase.
 enum RouteStat {

@@ -210,7 +210,7 @@ class CliTest : public ::testing::Test {
 // ------------------------------------------------------------------ plan ----
 
 TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
-  const CliResult r = run("plan --k 2048 --rows 64 --width 100000 --arch sm_90");
+  const CliResult r = run("plan --k 2048 --rows 64 --width 12000 --arch sm_90");
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "family:")) << r.show();
   EXPECT_TRUE(contains(r.out, "direct_exact")) << r.show();

@@ -123,6 +123,8 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
 // or long), so it gets fewer variants: plain, every flag with a
 // pitch, K = 1 and 8192, scalar loads (with no global frontier), the route
 // statistics, and the opt-in options (endpoint classification among them).
+// split (the sampled body on segments) gets three: plain; K = 1 with every
+// flag, a pitch, scalar loads and no global frontier; K = 8192 opt-in.
 std::vector<Variant> jit_variants() {
   constexpr uint32_t V = SGTOPK_VALUES, S = SGTOPK_SORTED, T = SGTOPK_STARTS, R = SGTOPK_ROUTE_STATS;
   struct Spec {
@@ -157,6 +159,9 @@ std::vector<Variant> jit_variants() {
       {"sampled", 2048, kLongWidth, V, 4, 0},
       {"sampled", 2048, kLongWidth, R, 16, 65536},
       {"sampled", 2048, kLongWidth, 0, 16, 65536, true},
+      {"split", 2048, kLongWidth, 0, 16, 65536},
+      {"split", 1, kLongWidth, V | S | T | R, 4, 0, false, kLongWidth + 13},
+      {"split", 8192, kLongWidth, S, 16, 65536, true},
   };
   std::vector<Variant> out;
   for (const Spec& s : specs)
@@ -289,9 +294,9 @@ TEST(JitPlanner, PicksSampledForManyLongRows) {
   EXPECT_EQ(plan.agent_header, "sgtopk/agent/sampled.cuh");
   EXPECT_EQ(plan.agent, "sgtopk::SampledAgent");
   EXPECT_EQ(plan.entry, "sgtopk_select_sampled");
-  // Narrow rows, or too few rows to fill 132 SMs: the direct family.
+  // Narrow rows: the direct family; too few long rows to fill 132 SMs: split.
   EXPECT_EQ(family_for(2048, 4096, 8192), "direct_exact");
-  EXPECT_EQ(family_for(2048, 16, 262144), "direct_exact");
+  EXPECT_EQ(family_for(2048, 16, 262144), "split");
 }
 
 TEST(JitPlanner, DispatchBoundaries) {
@@ -304,9 +309,15 @@ TEST(JitPlanner, DispatchBoundaries) {
   // ... and rows >= SMs x sampled_min_rows_per_sm ...
   EXPECT_EQ(family_for(2048, 132, 262144), "sampled");
   EXPECT_EQ(family_for(2048, 131, 262144), "direct_exact");
+  // ... below that, split while two CTAs per row fit one per SM (66 rows) ...
+  ASSERT_EQ(d.split.ctas_per_sm, 1);
+  EXPECT_EQ(family_for(2048, 66, 262144), "split");
+  EXPECT_EQ(family_for(2048, 67, 262144), "direct_exact");
+  EXPECT_EQ(family_for(2048, 1, 16384), "split");
+  EXPECT_EQ(family_for(2048, 1, 16383), "direct_exact");  // below select.split.min_width
   const Policy two = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 2; });
   EXPECT_EQ(family_for(2048, 264, 262144, two), "sampled");
-  EXPECT_EQ(family_for(2048, 263, 262144, two), "direct_exact");
+  EXPECT_EQ(family_for(2048, 263, 262144, two), "direct_exact");  // too many rows to split
   const Policy any_rows = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 0; });
   EXPECT_EQ(family_for(2048, 1, 262144, any_rows), "sampled");
   // ... and width > K: a row no longer than K needs no selection.
@@ -326,13 +337,13 @@ TEST(JitPlanner, ForcingAFamily) {
 }
 
 TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
-  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled"}));
+  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled", "split"}));
   try {
     (void)plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "sampeld", 4096);
     FAIL() << "an unknown family was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
-    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled)")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled, split)")) << e.what();
   }
 }
 
@@ -644,9 +655,11 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kRouteStats"), (v.flags & SGTOPK_ROUTE_STATS) ? "true" : "false");
   EXPECT_EQ(plan.constant("kEndpointClassification"), v.opt_in ? "false" : "true");
   EXPECT_EQ(plan.constant("kPrefetchL2Chunks"), v.opt_in ? "2" : "0");
-  // The small-group finish: on by default in the sampled family, off in the direct one.
-  EXPECT_EQ(plan.constant("kSmallGroup"), (plan.family == "sampled") != v.opt_in ? "64" : "0");
-  if (plan.family == "sampled") {
+  // The small-group finish: on by default in the sampled family (and the
+  // split one, which takes its value), off in the direct one.
+  const bool sampled_body = plan.family == "sampled" || plan.family == "split";
+  EXPECT_EQ(plan.constant("kSmallGroup"), sampled_body != v.opt_in ? "64" : "0");
+  if (sampled_body) {
     EXPECT_EQ(plan.constant("kFineTriggerWide") == "0", v.opt_in) << plan.constant("kFineTriggerWide");
     EXPECT_EQ(plan.constant("kFineTriggerNarrow") == "0", v.opt_in) << plan.constant("kFineTriggerNarrow");
   }
@@ -732,7 +745,7 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
       {"frontier_shared_capacity=2048",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
       {"block_threads=256",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.block_threads = 256; }))},
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.split.block_threads = 256; }))},
       {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},
       {"max_registers=128",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.max_registers = 128; }))},

@@ -71,7 +71,7 @@ TEST(Policy, DefaultsAreThePapersConstantsButTheViewAndTheStreamedRows) {
   EXPECT_EQ(p.sampled.workers_per_sm, 2);
   EXPECT_EQ(p.dispatch.sampled_min_width, 32768);
   EXPECT_EQ(p.dispatch.sampled_min_rows_per_sm, 1);
-  EXPECT_EQ(p.split.split_counts, (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(p.split.split_counts, (std::vector<int>{2, 4, 8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(p.compile.default_arch, "sm_90");
   EXPECT_NO_THROW(sgtopk::detail::validate_policy(p));
 }
@@ -83,7 +83,7 @@ TEST(Policy, DefaultsRoundTrip) {
   // Every section and key appears.
   for (const char* part : {"[select.direct]", "[select.sampled]", "[select.split]", "[select.dispatch]", "[filter]",
                            "[compile]", "stride_wide = 32", "view_block = 16", "primary_margin = 1.5", "secondary_margin = 1.75",
-                           "split_counts = [2, 4, 8]", "default_arch = \"sm_90\"", "line_info = false"})
+                           "split_counts = [2, 4, 8, 16, 32, 64, 128, 256]", "default_arch = \"sm_90\"", "line_info = false"})
     EXPECT_NE(text.find(part), std::string::npos) << part;
   // An empty document keeps every value of the base.
   EXPECT_EQ(sgtopk::detail::parse_policy_string(""), d);
@@ -117,7 +117,7 @@ TEST(Policy, DefaultsAsTomlReadBackAsTheDefaults) {
   // Every knob is in it, with its comment and range: one declaration feeds both.
   EXPECT_NE(text.find("[select.direct]"), std::string::npos) << text;
   EXPECT_NE(text.find("loads_in_flight = 8"), std::string::npos) << text;
-  EXPECT_NE(text.find("split_counts = [2, 4, 8]"), std::string::npos) << text;
+  EXPECT_NE(text.find("split_counts = [2, 4, 8, 16, 32, 64, 128, 256]"), std::string::npos) << text;
   EXPECT_NE(text.find("default_arch = \"sm_90\""), std::string::npos) << text;
 }
 
@@ -302,7 +302,7 @@ TEST(PolicyErrors, OutOfRange) {
                {kSource + ":2:", "compile.max_registers = 8 is out of range: must be 0 or in 16..255"});
   expect_error("[compile]\ndefault_arch = \"sm90\"\n",
                {kSource + ":2:", "compile.default_arch = \"sm90\" is invalid: must match sm_[0-9]+a?"});
-  expect_error("[select.split]\nsplit_counts = [2, 65]\n", {kSource + ":2:", "select.split.split_counts[1] = 65"});
+  expect_error("[select.split]\nsplit_counts = [2, 1025]\n", {kSource + ":2:", "select.split.split_counts[1] = 1025"});
   expect_error("[select.split]\nsplit_counts = [4, 2]\n",
                {kSource + ":2:", "select.split.split_counts[1] = 2 is out of order"});
   expect_error("[select.split]\nsplit_counts = []\n", {kSource + ":2:", "select.split.split_counts has 0 entries"});

@@ -14,6 +14,7 @@
 #include "runtime/driver.h"
 #include "runtime/policy.h"
 #include "reference/sampled_route.h"
+#include "runtime/sampled_view.h"
 #include "support/test_support.h"
 
 namespace sgtopk::testing {
@@ -148,11 +149,14 @@ std::string check(const Case& c, const Inputs& in, const DeviceSet& d, int64_t p
 }
 
 // The routes the kernel should have counted: the sampled family's decisions
-// come from reference::decide_sampled_route, summed over the rows; the direct family
-// takes the exact route for every row longer than K.
+// come from reference::decide_sampled_route, summed over the rows (the split
+// family's too, under its view policy); the direct family takes the exact
+// route for every row longer than K.
 std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int64_t pitch, int64_t live_rows,
-                                           bool sampled) {
+                                           const std::string& family) {
   const Policy policy = c.policy.empty() ? Policy::defaults() : parse_policy_string(c.policy);
+  const bool sampled = family == "sampled" || family == "split";
+  const SelectSampledPolicy view = family == "split" ? split_view_policy(policy) : policy.sampled;
   std::vector<uint64_t> stats(SGTOPK_ROUTE_STAT_SLOTS, 0);
   for (int64_t r = 0; r < live_rows; ++r) {
     const int64_t len = c.lengths ? in.lengths[static_cast<size_t>(r)] : c.width;
@@ -161,8 +165,7 @@ std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int6
       ++stats[len <= c.k ? SGTOPK_ROUTE_SHORT : SGTOPK_ROUTE_EXACT];
       continue;
     }
-    const reference::SampledDecision d = reference::decide_sampled_route(row, len, c.k, static_cast<uint64_t>(r),
-                                                                         policy.sampled);
+    const reference::SampledDecision d = reference::decide_sampled_route(row, len, c.k, static_cast<uint64_t>(r), view);
     switch (d.route) {
       case reference::SampledDecision::kShort: ++stats[SGTOPK_ROUTE_SHORT]; break;
       case reference::SampledDecision::kNoView: ++stats[SGTOPK_ROUTE_NO_VIEW]; break;
@@ -208,8 +211,7 @@ void run_case(const Case& c) {
   if (c.flags & SGTOPK_ROUTE_STATS) {
     sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
     ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
-    const bool sampled = std::string(info.family) == "sampled";
-    const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, sampled);
+    const std::vector<uint64_t> expected = expected_route_stats(c, in, pitch, live, info.family);
     const std::vector<uint64_t> got = d.route_stats.download_as<uint64_t>(SGTOPK_ROUTE_STAT_SLOTS);
     EXPECT_EQ(stats_text(got), stats_text(expected)) << c.name << " (" << info.family << ")";
     expect_routes_exercised(c, expected);
@@ -653,6 +655,59 @@ std::vector<Case> sampled_cases() {
 INSTANTIATE_TEST_SUITE_P(Sampled, SelectGpu, ::testing::ValuesIn(sampled_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// Segments of at least 1024 scores: the suite's rows of a few thousand split
+// over several CTAs.
+const char* const kSplitSmallSegments = "[select.split]\nmin_segment_width = 1024\n";
+
+// The split family: the whole contract suite forced through it, with
+// segments small enough that its rows are split, route counts checked
+// against the reference's under the split view policy; then few long rows
+// of sample-defeating structure, and policies that force the band, the
+// exact route, and records and segments too small for their candidates.
+std::vector<Case> split_cases() {
+  std::vector<Case> out;
+  int derived = 0;
+  for (Case c : cases()) {
+    c.name = "split_" + c.name;
+    c.family = "split";
+    c.policy += kSplitSmallSegments;
+    if (derived++ % 2 == 0) c.flags |= SGTOPK_ROUTE_STATS;
+    out.push_back(c);
+  }
+  const std::vector<RowFamily> defeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
+                                            RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
+                                            RowFamily::kIndexerLike, RowFamily::kNaNInTop};
+  const auto few_long = [&](const std::string& name, int64_t rows, int64_t width, const std::string& policy,
+                            std::vector<int> routes) {
+    Case c;
+    c.name = "split_" + name;
+    c.family = "split";
+    c.k = 2048;
+    c.rows = rows;
+    c.width = width;
+    c.families = defeaters;
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.policy = policy;
+    c.expect_routes = std::move(routes);
+    out.push_back(c);
+  };
+  few_long("defeaters_1m", 4, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
+  few_long("defeaters_wide", 16, 262144, "", {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
+  few_long("band", 16, 262144, "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\n",
+           {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND});
+  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n",
+           {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT});
+  few_long("record_overflow", 8, 262144, "[select.split]\ncandidate_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
+  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
+  few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
+  out.back().k = 8192;
+  out.back().flags |= SGTOPK_SORTED;
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Split, SelectGpu, ::testing::ValuesIn(split_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
 // Host only (runs in CI too): every case that names routes it must exercise
 // does so on the CPU reference under its policy, so a default change (stride,
 // view block, margins) that quietly stops a route-forcing case from forcing
@@ -665,7 +720,15 @@ TEST(SelectGpuCases, InputsExerciseTheirRoutes) {
     const int64_t pitch = c.pitch ? c.pitch : c.width;
     const Inputs in = make_inputs(c, pitch, rng);
     const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
-    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, /*sampled=*/true));
+    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, "sampled"));
+  }
+  for (const Case& c : split_cases()) {
+    if (c.expect_routes.empty()) continue;
+    SGTOPK_SEEDED_RNG(rng, c.name);
+    const int64_t pitch = c.pitch ? c.pitch : c.width;
+    const Inputs in = make_inputs(c, pitch, rng);
+    const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
+    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, "split"));
   }
 }
 
@@ -697,9 +760,11 @@ TEST_P(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   c.name = "graph";
   c.family = GetParam();
   c.k = 512;
-  c.rows = 600;
+  const bool split = c.family == "split";  // few rows, each over several CTAs
+  c.rows = split ? 24 : 600;
   c.width = 40000;
-  c.live_rows = 600;
+  c.live_rows = c.rows;
+  if (split) c.policy = kSplitSmallSegments;
   c.flags = SGTOPK_VALUES;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
@@ -715,7 +780,7 @@ TEST_P(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   // New lengths and fewer live rows, written on the device only.
   for (auto& l : in.lengths) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.width + 1));
   d.lengths.upload(in.lengths);
-  const int32_t live = 423;
+  const int32_t live = split ? 17 : 423;
   d.live.upload(&live, 4);
   d.poison();
   ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
@@ -750,8 +815,9 @@ TEST_P(SelectGpuGraph, CapturesInCallerStream) {
   c.name = "capture";
   c.family = GetParam();
   c.k = 64;
-  c.rows = 300;
+  c.rows = c.family == "split" ? 16 : 300;
   c.width = 5000;
+  if (c.family == "split") c.policy = kSplitSmallSegments;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
   const Inputs in = make_inputs(c, c.width, rng);
@@ -777,7 +843,7 @@ TEST_P(SelectGpuGraph, CapturesInCallerStream) {
   sgtopk_plan_destroy(plan);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled"),
+INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled", "split"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // Bad launch arguments are refused and change nothing on the device.

@@ -42,7 +42,7 @@ void add_compile_options(CLI::App* app, Request* r, bool arch_or_device) {
   app->add_option("--policy", r->policy_file, "policy TOML over the defaults (see `sgtopk policy`)")
       ->type_name("FILE")
       ->group(group);
-  app->add_option("--family", r->family, "force a kernel family: direct_exact or sampled")
+  app->add_option("--family", r->family, "force a kernel family: direct_exact, sampled or split")
       ->type_name("NAME")
       ->group(group);
 }

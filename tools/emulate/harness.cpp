@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include "sgtopk/agent/sampled.cuh"
+#include "sgtopk/agent/split.cuh"
 using namespace sgtopk;
 
 #ifndef K_
@@ -70,6 +70,18 @@ using namespace sgtopk;
 #endif
 #ifndef FINE_TRIGGER
 #define FINE_TRIGGER 0
+#endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#ifndef SEGMENTS
+#define SEGMENTS 4
+#endif
+#ifndef MIN_SEGMENT
+#define MIN_SEGMENT 4096
+#endif
+#ifndef CANDIDATES
+#define CANDIDATES 4096
 #endif
 // Floor marks as the planner sizes them (templates/sgtopk/abi.h): streamed
 // rows with vector loads only.
@@ -134,8 +146,11 @@ struct Config {
   static constexpr long long kWideRowThreshold = 1ll << 40;
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
-  static constexpr int kFloorMarkWords = SAMPLED ? 0 : MARK_WORDS;
-  static constexpr int kMarkedBinChunks = SAMPLED ? 0 : BINS;
+  static constexpr int kFloorMarkWords = (SAMPLED || SPLIT) ? 0 : MARK_WORDS;
+  static constexpr int kMarkedBinChunks = (SAMPLED || SPLIT) ? 0 : BINS;
+  static constexpr int kSegments = SEGMENTS;
+  static constexpr long long kMinSegmentWidth = MIN_SEGMENT;
+  static constexpr int kCandidateCapacity = CANDIDATES;
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarked = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
@@ -197,8 +212,14 @@ int main(int argc, char** argv) {
   }
   std::vector<int> indices(rows * K_, -7);
   std::vector<float> values(rows * K_, 0.f);
-  typedef typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type Agent;
-  std::vector<unsigned char> workspace(kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64, 0);
+  typedef typename std::conditional<
+      SPLIT, SplitAgent<Config>, typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type>::type
+      Agent;
+  // The split family: one record per row, and one CTA per row and segment,
+  // run one after another in a shuffled order (any order is a legal schedule,
+  // and it varies which CTA finishes a row).
+  const size_t record_bytes = split_row_bytes(CANDIDATES, FGLOBAL);
+  std::vector<unsigned char> workspace(SPLIT ? rows * record_bytes : kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64, 0);
   unsigned long long stats[kRouteStatSlots] = {};
   SelectParams p{};
   p.scores = scores.data(); p.lengths = lens.data(); p.starts = starts.data(); p.live_rows = nullptr;
@@ -207,9 +228,16 @@ int main(int argc, char** argv) {
   std::memset(emu_shared, 0xcd, sizeof(emu_shared));
   g_block = new std::barrier<>(THREADS);
   g_warps = new EmuWarp[THREADS / 32];
-  std::vector<std::thread> ts;
-  for (int t = 0; t < THREADS; ++t) ts.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
-  for (auto& t : ts) t.join();
+  std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : 1);
+  for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<unsigned>(b);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  gridDim.x = static_cast<unsigned>(blocks.size());
+  for (unsigned b : blocks) {
+    blockIdx.x = b;
+    std::vector<std::thread> ts;
+    for (int t = 0; t < THREADS; ++t) ts.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
+    for (auto& t : ts) t.join();
+  }
   // check
   int bad_rows = 0;
   for (int r = 0; r < rows; ++r) {
@@ -248,6 +276,13 @@ int main(int argc, char** argv) {
   std::printf("rows %d bad %d | short %llu noview %llu primary %llu band %llu exact %llu candidates %llu\n", rows, bad_rows,
               stats[0], stats[1], stats[2], stats[3], stats[4], stats[5]);
   unsigned claims[2]; std::memcpy(claims, workspace.data(), 8);
-  if (SAMPLED && (claims[0] || claims[1])) std::printf("claims not restored %u %u\n", claims[0], claims[1]);
-  return bad_rows ? 1 : 0;
+  if (!SPLIT && SAMPLED && (claims[0] || claims[1])) std::printf("claims not restored %u %u\n", claims[0], claims[1]);
+  int unrestored = 0;
+  for (int r = 0; SPLIT && r < rows; ++r) {
+    SplitRowHeader h;
+    std::memcpy(&h, workspace.data() + r * record_bytes, sizeof h);
+    if (h.arrived || h.admitted || h.primary || h.overflow) ++unrestored;
+  }
+  if (unrestored) std::printf("claims not restored: %d split records\n", unrestored);
+  return bad_rows || unrestored ? 1 : 0;
 }

@@ -88,6 +88,8 @@ namespace sgtopk::hw {
 inline unsigned short f16_bits(float x) { return emu_f16_bits(x); }
 inline unsigned f16x2_bits(float a, float b) { return emu_f16_bits(a) | (static_cast<unsigned>(emu_f16_bits(b)) << 16); }
 inline void prefetch_l2(const void*) {}
+inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
+inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 }  // namespace sgtopk::hw
 // One block at a time: the dynamic shared memory is one host buffer, and a
 // function-local static is shared by the block's threads.

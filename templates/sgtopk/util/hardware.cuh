@@ -19,6 +19,9 @@ __device__ __forceinline__ unsigned f16x2_bits(float a, float b) {
   return halves;
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// A load past L1, for what other CTAs of this launch wrote before their fence.
+__device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }
+__device__ __forceinline__ unsigned load_l2(const unsigned* p) { return __ldcg(p); }
 
 }  // namespace sgtopk::hw
 

@@ -1,0 +1,47 @@
+// The split family (KV-split: a row's segments on several CTAs, the last to
+// arrive finishes the row): templates/sgtopk/agent/split.cuh.
+#include "runtime/families/families.h"
+
+#include <algorithm>
+
+#include "runtime/error.h"
+#include "runtime/families/select_common.h"
+#include "runtime/sampled_view.h"
+#include "templates/sgtopk/abi.h"
+
+namespace sgtopk::detail {
+
+// The largest listed count whose grid (rows x count) stays within
+// ctas_per_sm x SMs and whose segments hold min_segment_width scores of the
+// widest row; 1 when none does (the family then runs the sampled route, one
+// CTA per row).
+int split_segments(const Problem& p, const SelectSplitPolicy& sp, int sm_count) {
+  const int64_t budget = int64_t{sm_count} * sp.ctas_per_sm;
+  int segments = 1;
+  for (int count : sp.split_counts)
+    if (p.rows * count <= budget && p.width / count >= sp.min_segment_width) segments = std::max(segments, count);
+  return segments;
+}
+
+void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
+  const SelectSplitPolicy& sp = policy.split;
+  const int segments = split_segments(p, sp, target.sm_count);
+  plan.block = static_cast<unsigned>(sp.block_threads);
+  plan.min_blocks_per_sm = static_cast<unsigned>(std::max(1, std::min(sp.ctas_per_sm, 2048 / sp.block_threads)));
+  if (p.rows * segments > int64_t{0x7fffffff})
+    invalid_argument("the split family launches one CTA per row and segment, at most 2^31 - 1 CTAs; " +
+                     std::to_string(p.rows) + " rows are too many for it (the sampled family takes them)");
+  plan.grid = static_cast<unsigned>(p.rows * segments);
+  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
+  plan.config = select_body_config(p, policy, SelectBody{sp.block_threads, sp.loads_in_flight, policy.sampled.small_group});
+  set_view_config(plan.config, p, split_view_policy(policy));
+  plan.config.integer("kSegments", segments)
+      .wide("kMinSegmentWidth", sp.min_segment_width)
+      .integer("kCandidateCapacity", sp.candidate_capacity);
+  // One record per row: its counters, its candidates, its finisher's slice.
+  plan.workspace_bytes = static_cast<uint64_t>(p.rows) *
+                         sgtopk::split_row_bytes(sp.candidate_capacity, policy.direct.frontier_global_capacity);
+}
+
+}  // namespace sgtopk::detail

@@ -1,0 +1,245 @@
+// KV-split select (HPC-Ops paper, section 5.5): for a few long rows, each
+// row's valid length is cut into contiguous segments, one CTA each, so that
+// one row's pass runs on many SMs.
+//
+//   proposal  every CTA of a row reads the same strided view of the whole
+//             row and so finds the same sampled proposal (sampled.cuh)
+//   segment   one pass over the CTA's own segment stores every score at or
+//             above the secondary threshold, counts those at or above the
+//             primary one, and publishes both in the row's workspace record
+//   finisher  the last segment to arrive (the row's arrival counter) takes
+//             the primary candidates when K or more, else the band's, else
+//             the exact route over the whole row; then the same refinement
+//
+// No CTA waits for another, so the grid needs no co-residency; the finisher
+// restores the row's record, so a graph replay starts from zero. The route
+// decisions are the sampled family's under the same view constants (both
+// thresholds are counted in one pass, so the band costs no second one); a
+// record that could not hold every candidate makes the finisher admit them
+// again in one pass of its own.
+//
+// Config adds to the sampled constants: kSegments (CTAs per row), kMinSegmentWidth
+// (a shorter row uses fewer of them), kCandidateCapacity (stored per row).
+#pragma once
+#include "sgtopk/agent/sampled.cuh"
+
+namespace sgtopk {
+
+template <typename Config>
+struct SplitAgent {
+  typedef SampledAgent<Config> Sampled;
+  typedef DirectExactAgent<Config> Exact;
+  typedef typename Exact::Store Store;
+  typedef typename Exact::Output Output;
+  typedef typename Exact::StreamRow Row;
+  typedef typename Exact::template Refine<Row> Refine;
+  static constexpr unsigned kSharedBytes = Exact::kSharedBytes;
+  static constexpr u32 kSegmentCapacity = static_cast<u32>(Config::kFrontierSharedCapacity);
+  static_assert(Config::kSegments >= 1 && Config::kMinSegmentWidth >= 1 && Config::kCandidateCapacity >= 1,
+                "a split plan has segments and a candidate record");
+
+  // Row r's record in the workspace (abi.h, split_row_bytes).
+  struct RowRecord {
+    SplitRowHeader* header;
+    float* values;  // kCandidateCapacity
+    u32* indices;   // kCandidateCapacity
+    float* slice;   // the finisher's frontier slice: values, then indices
+  };
+  static SGTOPK_DEVICE RowRecord record(void* workspace, long long r) {
+    unsigned char* base = static_cast<unsigned char*>(workspace) +
+                          static_cast<u64>(r) * split_row_bytes(Config::kCandidateCapacity, Config::kFrontierGlobalCapacity);
+    RowRecord rec;
+    rec.header = reinterpret_cast<SplitRowHeader*>(base);
+    rec.values = reinterpret_cast<float*>(base + kSplitRowHeaderBytes);
+    rec.indices = reinterpret_cast<u32*>(rec.values + Config::kCandidateCapacity);
+    rec.slice = reinterpret_cast<float*>(rec.indices + Config::kCandidateCapacity);
+    return rec;
+  }
+
+  // Segments that take part in a row of `len` (> K): at least
+  // kMinSegmentWidth scores each, at most kSegments.
+  static SGTOPK_DEVICE int active_segments(int len) {
+    const long long wanted = (static_cast<long long>(len) + Config::kMinSegmentWidth - 1) / Config::kMinSegmentWidth;
+    return static_cast<int>(max_of(1ll, min_of(static_cast<long long>(Config::kSegments), wanted)));
+  }
+  // Scores per segment, a multiple of 64 so every segment starts on the
+  // same 16-byte alignment as the row (the last may be shorter, or empty).
+  static SGTOPK_DEVICE int segment_width(int len, int active) {
+    const long long w = (static_cast<long long>(len) + active - 1) / active;
+    return static_cast<int>((w + 63) / 64 * 64);
+  }
+
+  // The segment pass: stores each score >= low of [0, len) in the CTA's
+  // shared frontier slots (state.next_count counts them, stored or not) and
+  // counts those >= primary_low in state.committed. Ends with a barrier.
+  static SGTOPK_DEVICE void collect(SelectionState& state, const Store& store, const float* segment, int len, float low,
+                                    float primary_low) {
+    u32 primary = 0u;
+    const auto keep = [&](u32 slot, float value, u32 index) {
+      if (slot < kSegmentCapacity) {
+        store.shared_value[slot] = value;
+        store.shared_index[slot] = index;
+      }
+    };
+    Row row;
+    row.load(segment, len);
+    row.for_each_chunk(
+        [&](const auto& chunk) {
+          typedef typename Bare<decltype(chunk)>::type Chunk;
+          u32 taken = 0u;
+#pragma unroll
+          for (int n = 0; n < Chunk::kCount; ++n) {
+            if (chunk.is_valid(n) && chunk.score(n) >= low) taken |= 1u << n;
+            if (chunk.is_valid(n) && chunk.score(n) >= primary_low) ++primary;
+          }
+          u32 slot = warp_reserve(static_cast<u32>(__popc(taken)), &state.next_count);
+          for (; taken != 0u; taken &= taken - 1u) {
+            const int n = __ffs(taken) - 1;
+            keep(slot++, chunk.score_again(n), chunk.index(n));
+          }
+        },
+        [&](int i, float value) {
+          const bool take = value >= low;
+          if (value >= primary_low) ++primary;
+          const u32 slot = warp_append(take, &state.next_count);
+          if (take) keep(slot, value, static_cast<u32>(i));
+        });
+    if (primary != 0u) atomicAdd(&state.committed, primary);
+    __syncthreads();
+  }
+
+  // Publishes the segment's candidates (indices made row-relative by
+  // `begin`) and arrives; true on the row's finisher, which then holds the
+  // row's totals in state.scratch[2..4] and has restored the record.
+  static SGTOPK_DEVICE bool publish(SelectionState& state, const Store& store, const RowRecord& rec, u32 begin,
+                                    int active) {
+    const u32 count = state.next_count, primary = state.committed;
+    u32* scratch = state.scratch;
+    if (threadIdx.x == 0) {
+      const u32 base = count != 0u ? atomicAdd(&rec.header->admitted, count) : 0u;
+      if (primary != 0u) atomicAdd(&rec.header->primary, primary);
+      const bool lost = count > kSegmentCapacity ||
+                        static_cast<u64>(base) + count > static_cast<u64>(Config::kCandidateCapacity);
+      if (lost) atomicOr(&rec.header->overflow, 1u);
+      scratch[0] = lost ? 0xffffffffu : base;
+    }
+    __syncthreads();
+    const u32 base = scratch[0];
+    if (base != 0xffffffffu) {
+      for (u32 i = threadIdx.x; i < count; i += Config::kThreads) {
+        rec.values[base + i] = store.shared_value[i];
+        rec.indices[base + i] = store.shared_index[i] + begin;
+      }
+    }
+    __threadfence();  // each writer's candidates are visible device-wide before the arrival
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(active - 1);
+      scratch[1] = last ? 1u : 0u;
+      if (last) {
+        __threadfence();
+        volatile SplitRowHeader* h = rec.header;
+        scratch[2] = h->admitted;
+        scratch[3] = h->primary;
+        scratch[4] = h->overflow;
+        h->arrived = 0u;
+        h->admitted = 0u;
+        h->primary = 0u;
+        h->overflow = 0u;
+      }
+    }
+    __syncthreads();
+    return scratch[1] != 0u;
+  }
+
+  // The finisher: the row's route from the totals, then refinement. With
+  // `no_view` (the row's view is too small) it takes the exact route alone;
+  // with an overflowed record it admits its route's candidates in one pass
+  // over the whole row instead of gathering them. One instance of each
+  // route's code, however the row got here.
+  static SGTOPK_DEVICE void finish(SelectionState& state, const Store& store, const Output& out, const RowRecord& rec,
+                                   const float* scores, int len, bool no_view, const typename Sampled::Proposal& proposal,
+                                   u64* sort_buffer, unsigned long long* stats) {
+    const u32 admitted = no_view ? 0u : state.scratch[2], primary = no_view ? 0u : state.scratch[3];
+    const bool overflow = !no_view && state.scratch[4] != 0u;
+    __syncthreads();  // every thread has the totals before the state is reset
+    const u32 k = static_cast<u32>(Config::kK);
+    const float secondary_low = min_of(proposal.secondary_low, proposal.primary_low);
+    const int route = no_view ? kRouteNoView
+                      : primary >= k ? kRoutePrimary
+                      : (secondary_low < proposal.primary_low && admitted >= k) ? kRouteBand
+                                                                                : kRouteExact;
+    count_route<Config::kRouteStats>(stats, route);
+    Row row;
+    row.load(scores, len);
+    if (route == kRoutePrimary || route == kRouteBand) {
+      const float admit_low = route == kRoutePrimary ? proposal.primary_low : secondary_low;
+      Refine refine{state, store, row, out};
+      begin_selection<Config::kThreads>(state, k, 1u);
+      if (!overflow) {
+        for (u32 base = 0; base < admitted; base += Config::kThreads) {
+          const u32 i = base + threadIdx.x;
+          const float value = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
+          const bool take = i < admitted && value >= admit_low;
+          const u32 slot = warp_append(take, &state.next_count);
+          if (take) refine.admit_at(slot, value, hw::load_l2(rec.indices + i));
+        }
+      } else {
+        const auto admit = [=](float value) { return value >= admit_low; };
+        row.for_each_chunk([&](const auto& chunk) { refine.admit_chunk(chunk, admit); },
+                           [&](int i, float value) { refine.admit(admit(value), value, static_cast<u32>(i)); });
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        state.frontier_count = state.next_count;
+        state.admit_low = admit_low;
+      }
+      __syncthreads();
+      count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
+      refine.count_admitted_digits();
+    } else {
+      Exact::exact_boundary(state, store, row, out, typename Exact::NoMarks{});
+    }
+    Exact::refine_and_write(state, store, row, out, scores, sort_buffer);
+  }
+
+  static SGTOPK_DEVICE void run(const SelectParams& p) {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    const long long r = static_cast<long long>(blockIdx.x / Config::kSegments);
+    const int s = static_cast<int>(blockIdx.x % Config::kSegments);
+    if (r >= live_row_count(p, static_cast<long long>(p.rows))) return;
+    const typename Exact::RowTask task = Exact::row_task(p, r);
+    SelectionState& state = *reinterpret_cast<SelectionState*>(shared_bytes);
+    unsigned char* frontier_bytes = shared_bytes + Exact::kStateBytes;
+    u64* sort_buffer = reinterpret_cast<u64*>(frontier_bytes);
+    if (task.len <= Config::kK) {
+      if (s != 0) return;
+      count_route<Config::kRouteStats>(p.route_stats, kRouteShort);
+      return Exact::select_short_row(task.out, task.scores, task.len, sort_buffer);
+    }
+    const int active = active_segments(task.len);
+    if (s >= active) return;
+    const RowRecord rec = record(p.workspace, r);
+    Store store;
+    store.shared_value = reinterpret_cast<float*>(frontier_bytes);
+    store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierSharedCapacity;
+    store.global_value = rec.slice;
+    store.global_index = reinterpret_cast<u32*>(rec.slice + Config::kFrontierGlobalCapacity);
+    typename Sampled::Proposal proposal{0.0f, 0.0f};
+    if (!Sampled::propose(state, task.scores, task.len, r, &proposal)) {
+      // Every CTA of the row finds the view too small (that depends on len
+      // only): the first finishes the row alone, no record is touched.
+      if (s == 0) finish(state, store, task.out, rec, task.scores, task.len, true, proposal, sort_buffer, p.route_stats);
+      return;
+    }
+    const int width = segment_width(task.len, active);
+    const int begin = min_of(task.len, s * width), end = min_of(task.len, begin + width);
+    begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
+    collect(state, store, task.scores + begin, end - begin, min_of(proposal.secondary_low, proposal.primary_low),
+            proposal.primary_low);
+    if (publish(state, store, rec, static_cast<u32>(begin), active))
+      finish(state, store, task.out, rec, task.scores, task.len, false, proposal, sort_buffer, p.route_stats);
+  }
+};
+
+}  // namespace sgtopk
