@@ -54,7 +54,24 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
     invalid_argument("args.workspace is 0 and the plan owns none: pass " + std::to_string(plan.workspace_bytes) +
                      " bytes (sgtopk_workspace_size) or compile with own_workspace=1");
   check_aligned("workspace", workspace, 16);
-  const uint64_t route_stats = args->struct_size >= sizeof(sgtopk_select_args) ? args->route_stats : 0;
+  const uint64_t route_stats =
+      args->struct_size >= offsetof(sgtopk_select_args, index_offsets) ? args->route_stats : 0;
+  // Callers built before the index transform pass the shorter struct.
+  const bool has_transform = args->struct_size >= sizeof(sgtopk_select_args);
+  const uint64_t index_offsets = has_transform ? args->index_offsets : 0;
+  const uint64_t page_table = has_transform ? args->page_table : 0;
+  const bool wants_offsets = plan.problem.index_transform == Problem::IndexTransform::kOffsets;
+  const bool wants_pages = plan.problem.index_transform == Problem::IndexTransform::kPageTable;
+  if (wants_offsets && index_offsets == 0)
+    invalid_argument("args.index_offsets is 0 but the plan was compiled with SGTOPK_INDEX_OFFSETS");
+  if (!wants_offsets && index_offsets != 0)
+    invalid_argument("args.index_offsets is set but the plan was compiled without SGTOPK_INDEX_OFFSETS");
+  check_aligned("index_offsets", index_offsets, 4);  // int32[rows]
+  if (wants_pages && page_table == 0)
+    invalid_argument("args.page_table is 0 but the plan was compiled with SGTOPK_PAGE_TABLE");
+  if (!wants_pages && page_table != 0)
+    invalid_argument("args.page_table is set but the plan was compiled without SGTOPK_PAGE_TABLE");
+  check_aligned("page_table", page_table, 4);  // int32[rows][page_table_pitch]
   if (plan.problem.route_stats && route_stats == 0)
     invalid_argument("args.route_stats is 0 but the plan was compiled with SGTOPK_ROUTE_STATS");
   if (!plan.problem.route_stats && route_stats != 0)
@@ -70,6 +87,8 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
   params.workspace = reinterpret_cast<void*>(workspace);
   params.rows = static_cast<unsigned long long>(plan.problem.rows);
   params.route_stats = reinterpret_cast<unsigned long long*>(route_stats);
+  params.index_offsets = reinterpret_cast<const int*>(index_offsets);
+  params.page_table = reinterpret_cast<const int*>(page_table);
   return params;
 }
 

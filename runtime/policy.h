@@ -177,8 +177,8 @@
     "view stride s of every row (each CTA of a row reads the whole view; margins, view block and\n" \
     "fine proposal as [select.sampled])") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
-    "candidates stored per row for its finisher; a row with more takes the sampled family's whole\n" \
-    "route on the finisher alone")
+    "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
+    "one pass of its own over the row")
 
 // [select.dispatch] which family the planner picks.
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \

@@ -1,5 +1,6 @@
 #include "runtime/problem.h"
 
+#include <cstddef>
 #include <cstring>
 #include <sstream>
 
@@ -22,9 +23,15 @@ int enum_bits(const Enum& field) {
 
 Problem validate_problem(const sgtopk_problem* p) {
   if (p == nullptr) invalid_argument("problem is NULL");
-  if (p->struct_size < sizeof(sgtopk_problem))
+  // Callers built before the page fields existed pass the shorter struct.
+  constexpr size_t kFirstSize = offsetof(sgtopk_problem, page_size);
+  if (p->struct_size < kFirstSize)
     invalid_argument("problem.struct_size is " + std::to_string(p->struct_size) + ", expected " +
-                     std::to_string(sizeof(sgtopk_problem)) + ": initialize it with SGTOPK_PROBLEM_INIT");
+                     std::to_string(sizeof(sgtopk_problem)) + " (or " + std::to_string(kFirstSize) +
+                     " from before page_size): initialize it with SGTOPK_PROBLEM_INIT");
+  const bool has_pages = p->struct_size >= sizeof(sgtopk_problem);
+  const int32_t page_size = has_pages ? p->page_size : 0;
+  const int64_t page_table_pitch = has_pages ? p->page_table_pitch : 0;
   const int op = enum_bits(p->op), dtype = enum_bits(p->dtype);
   if (op == SGTOPK_OP_FILTER)
     fail(SGTOPK_ERROR_UNSUPPORTED, "the filter operator (top-k/top-p) is not available in this version");
@@ -47,12 +54,35 @@ Problem validate_problem(const sgtopk_problem* p) {
   if (out_pitch > kMaxElements / p->rows)
     invalid_argument("rows x out_pitch (" + std::to_string(p->rows) + " x " + std::to_string(out_pitch) +
                      ") is too large: the output matrices must hold at most 2^46 elements");
-  const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS;
+  const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS | SGTOPK_INDEX_OFFSETS |
+                         SGTOPK_PAGE_TABLE;
   if (p->flags & ~known) invalid_argument("flags 0x" + [&] {
       std::ostringstream s;
       s << std::hex << (p->flags & ~known);
       return s.str();
-    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS)");
+    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS, "
+          "SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE)");
+  const bool offsets = (p->flags & SGTOPK_INDEX_OFFSETS) != 0, pages = (p->flags & SGTOPK_PAGE_TABLE) != 0;
+  if (offsets && pages)
+    invalid_argument("SGTOPK_INDEX_OFFSETS and SGTOPK_PAGE_TABLE are both set: the output takes one index transform");
+  if (!pages && (page_size != 0 || page_table_pitch != 0))
+    invalid_argument("page_size=" + std::to_string(page_size) + " and page_table_pitch=" + std::to_string(page_table_pitch) +
+                     " are set without SGTOPK_PAGE_TABLE: leave them 0, or set the flag");
+  int64_t table_pitch = 0;
+  if (pages) {
+    if (page_size < 1 || page_size > kMaxWidth)
+      invalid_argument("page_size=" + std::to_string(page_size) + " is invalid: SGTOPK_PAGE_TABLE needs a page size in 1.." +
+                       std::to_string(kMaxWidth));
+    const int64_t pages_per_row = (p->width + page_size - 1) / page_size;
+    table_pitch = page_table_pitch == 0 ? pages_per_row : page_table_pitch;
+    if (table_pitch < pages_per_row)
+      invalid_argument("page_table_pitch " + std::to_string(table_pitch) + " is smaller than the " +
+                       std::to_string(pages_per_row) + " pages of a row of width " + std::to_string(p->width) +
+                       " (page_size " + std::to_string(page_size) + ")");
+    if (table_pitch > kMaxElements / p->rows)
+      invalid_argument("rows x page_table_pitch (" + std::to_string(p->rows) + " x " + std::to_string(table_pitch) +
+                       ") is too large: the page table must hold at most 2^46 entries");
+  }
 
   Problem out;
   out.op = p->op;
@@ -65,6 +95,11 @@ Problem validate_problem(const sgtopk_problem* p) {
   out.sorted = (p->flags & SGTOPK_SORTED) != 0;
   out.starts = (p->flags & SGTOPK_STARTS) != 0;
   out.route_stats = (p->flags & SGTOPK_ROUTE_STATS) != 0;
+  out.index_transform = offsets ? Problem::IndexTransform::kOffsets
+                        : pages ? Problem::IndexTransform::kPageTable
+                                : Problem::IndexTransform::kNone;
+  out.page_size = pages ? page_size : 0;
+  out.page_table_pitch = table_pitch;
   return out;
 }
 
@@ -73,6 +108,9 @@ std::string to_string(const Problem& p) {
   s << "select K=" << p.k << " rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
     << " out_pitch=" << p.out_pitch << (p.values ? " +values" : "") << (p.sorted ? " +sorted" : "")
     << (p.starts ? " +starts" : "") << (p.route_stats ? " +route_stats" : "");
+  if (p.index_transform == Problem::IndexTransform::kOffsets) s << " +index_offsets";
+  if (p.index_transform == Problem::IndexTransform::kPageTable)
+    s << " +page_table(page_size=" << p.page_size << " pitch=" << p.page_table_pitch << ")";
   return s.str();
 }
 

@@ -26,6 +26,11 @@ struct Problem {
   bool sorted = false;
   bool starts = false;
   bool route_stats = false;  // the kernel counts the routes rows take (SGTOPK_ROUTE_STATS)
+  // The fused index transform of the output (SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE).
+  enum class IndexTransform { kNone = 0, kOffsets = 1, kPageTable = 2 };
+  IndexTransform index_transform = IndexTransform::kNone;
+  int page_size = 0;              // kPageTable only
+  int64_t page_table_pitch = 0;   // kPageTable only (resolved: never 0 there)
 };
 
 // Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,

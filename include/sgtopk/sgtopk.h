@@ -62,6 +62,14 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
 #define SGTOPK_SORTED  (1u << 1) /* order each row by value descending, ties by index ascending */
 #define SGTOPK_STARTS  (1u << 2) /* rows carry a start offset (args.starts) */
 #define SGTOPK_ROUTE_STATS (1u << 3) /* count the route each row takes into args.route_stats */
+/* The fused index transform (sparse attention's addressing), at most one of
+ * the two; -1 padding stays -1, and the results must fit in int32:
+ *   SGTOPK_INDEX_OFFSETS  write index + args.index_offsets[row]
+ *   SGTOPK_PAGE_TABLE     write page_table[row][index / page_size] * page_size
+ *                         + index % page_size (problem.page_size,
+ *                         problem.page_table_pitch; args.page_table) */
+#define SGTOPK_INDEX_OFFSETS (1u << 4)
+#define SGTOPK_PAGE_TABLE (1u << 5)
 
 /* Slots of the route statistics buffer (uint64 each), from the one list in
  * sgtopk/route_stats.def: SGTOPK_ROUTE_SHORT, _NO_VIEW, _PRIMARY, _BAND,
@@ -86,9 +94,13 @@ typedef struct sgtopk_problem {
   int64_t width;      /* longest valid row, elements */
   int64_t pitch;      /* row stride of scores in elements; 0 means width */
   int64_t out_pitch;  /* row stride of indices/values in elements; 0 means k */
-  uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS */
+  uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS |
+                         SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE */
+  int32_t page_size;         /* tokens per page (SGTOPK_PAGE_TABLE only, else 0) */
+  int64_t page_table_pitch;  /* int32 entries from one row of args.page_table to the next;
+                                0 means ceil(width / page_size) */
 } sgtopk_problem;
-#define SGTOPK_PROBLEM_INIT {sizeof(sgtopk_problem), SGTOPK_OP_SELECT, SGTOPK_F32, 0, 0, 0, 0, 0, 0u}
+#define SGTOPK_PROBLEM_INIT {sizeof(sgtopk_problem), SGTOPK_OP_SELECT, SGTOPK_F32, 0, 0, 0, 0, 0, 0u, 0, 0}
 
 /* How to compile. With device >= 0 the plan is loaded on that device and
  * can launch; with device < 0 it is compiled for `arch` only (no GPU needed:
@@ -119,8 +131,10 @@ typedef struct sgtopk_select_args {
                                to zero by every launch); after another plan used it,
                                zero-fill it again. */
   sgtopk_devptr route_stats; /* uint64[SGTOPK_ROUTE_STAT_SLOTS] (needs SGTOPK_ROUTE_STATS) */
+  sgtopk_devptr index_offsets; /* int32[rows] (needs SGTOPK_INDEX_OFFSETS) */
+  sgtopk_devptr page_table;    /* int32[rows][page_table_pitch] (needs SGTOPK_PAGE_TABLE) */
 } sgtopk_select_args;
-#define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0}
+#define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sgtopk_plan_s* sgtopk_plan;
 typedef struct sgtopk_graph_s* sgtopk_graph;

@@ -27,6 +27,8 @@ struct SelectParams {
   void* workspace;       // per-worker frontier slices (the sampled family: row counters first)
   unsigned long long rows;          // row capacity (the plan's)
   unsigned long long* route_stats;  // [kRouteStatSlots] or null (plans with kRouteStats)
+  const int* index_offsets;         // [rows] (plans with kIndexTransform 1) or null
+  const int* page_table;            // [rows][kPageTablePitch] (plans with kIndexTransform 2) or null
 };
 
 // Counters at the start of a persistent family's workspace, restored by the

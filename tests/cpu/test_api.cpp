@@ -180,10 +180,54 @@ TEST(ApiProblem, UnknownFlags) {
   expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_VALUES | (1u << 7); },
                   SGTOPK_ERROR_INVALID_ARGUMENT,
                   {"flags 0x80", "not sgtopk flags",
-                   "(known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS)"});
-  // The first bit past SGTOPK_ROUTE_STATS is not a flag.
-  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_ROUTE_STATS | (1u << 4); },
-                  SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x10", "not sgtopk flags"});
+                   "(known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS, SGTOPK_INDEX_OFFSETS, "
+                   "SGTOPK_PAGE_TABLE)"});
+  // The first bit past SGTOPK_PAGE_TABLE is not a flag.
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_ROUTE_STATS | (1u << 6); },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x40", "not sgtopk flags"});
+}
+
+// The fused index transform: one of the two, and the page fields only with
+// the page table, in range.
+TEST(ApiProblem, IndexTransformIsCheckedAtCompileTime) {
+  const auto rejected = [](uint32_t flags, int32_t page_size, int64_t table_pitch, const std::string& needle) {
+    expect_rejected(
+        [=](sgtopk_problem& p, sgtopk_compile_options&) {
+          p.flags = flags;
+          p.page_size = page_size;
+          p.page_table_pitch = table_pitch;
+        },
+        SGTOPK_ERROR_INVALID_ARGUMENT, {needle});
+  };
+  rejected(SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE, 64, 0,
+           "SGTOPK_INDEX_OFFSETS and SGTOPK_PAGE_TABLE are both set: the output takes one index transform");
+  rejected(0, 64, 0, "page_size=64 and page_table_pitch=0 are set without SGTOPK_PAGE_TABLE");
+  rejected(SGTOPK_INDEX_OFFSETS, 0, 10, "page_size=0 and page_table_pitch=10 are set without SGTOPK_PAGE_TABLE");
+  rejected(SGTOPK_PAGE_TABLE, 0, 0, "page_size=0 is invalid: SGTOPK_PAGE_TABLE needs a page size in 1..");
+  rejected(SGTOPK_PAGE_TABLE, -4, 0, "page_size=-4 is invalid");
+  // good_problem's width 12000 in pages of 64: 188 pages.
+  rejected(SGTOPK_PAGE_TABLE, 64, 187, "page_table_pitch 187 is smaller than the 188 pages of a row of width 12000");
+  for (const auto& [flags, page_size, table_pitch, text] :
+       {std::tuple<uint32_t, int32_t, int64_t, const char*>{SGTOPK_INDEX_OFFSETS, 0, 0, "kIndexTransform=1"},
+        {SGTOPK_PAGE_TABLE, 64, 0, "kPageTablePitch=188"},
+        {SGTOPK_PAGE_TABLE, 7, 5000, "kPageTablePitch=5000"}}) {
+    sgtopk_problem p = good_problem();
+    p.flags = flags;
+    p.page_size = page_size;
+    p.page_table_pitch = table_pitch;
+    const sgtopk_compile_options o = compile_only();
+    sgtopk_plan plan = nullptr;
+    ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+    sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+    ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+    EXPECT_TRUE(contains(info.parameters, text)) << info.parameters;
+    EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+  }
+  // A caller built before the page fields passes the shorter struct: no transform.
+  sgtopk_problem old = good_problem();
+  old.struct_size = static_cast<uint32_t>(offsetof(sgtopk_problem, page_size));
+  old.page_size = 99;  // past struct_size: never read
+  EXPECT_EQ(sgtopk::detail::validate_problem(&old).page_size, 0);
 }
 
 TEST(ApiProblem, RouteStatsFlagIsAccepted) {
@@ -540,12 +584,41 @@ void expect_args_rejected(const sgtopk::detail::Plan& plan, const sgtopk_select_
 
 }  // namespace
 
-TEST(ApiSelectArgs, InitMacroCoversRouteStats) {
+TEST(ApiSelectArgs, InitMacroCoversEveryField) {
   const sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
   EXPECT_EQ(a.struct_size, sizeof(sgtopk_select_args));
   EXPECT_EQ(a.route_stats, 0u);
-  EXPECT_EQ(offsetof(sgtopk_select_args, route_stats) + sizeof(sgtopk_devptr), sizeof(sgtopk_select_args))
-      << "route_stats is the last field (fields are only ever appended)";
+  EXPECT_EQ(a.index_offsets, 0u);
+  EXPECT_EQ(a.page_table, 0u);
+  EXPECT_EQ(offsetof(sgtopk_select_args, page_table) + sizeof(sgtopk_devptr), sizeof(sgtopk_select_args))
+      << "page_table is the last field (fields are only ever appended)";
+}
+
+TEST(ApiSelectArgs, TransformBuffersRequiredExactlyWhenTheirFlagIsSet) {
+  const sgtopk::detail::Plan plain = plan_with_flags(0);
+  const sgtopk::detail::Plan offsets = plan_with_flags(SGTOPK_INDEX_OFFSETS);
+  sgtopk_problem p = good_problem();
+  p.flags = SGTOPK_PAGE_TABLE;
+  p.page_size = 16;
+  const sgtopk::detail::Plan pages = sgtopk::detail::make_plan(
+      sgtopk::detail::validate_problem(&p), sgtopk::detail::Policy::defaults(),
+      sgtopk::detail::resolve_target(-1, "sm_90", "sm_90"));
+  sgtopk_select_args a = good_args();
+  expect_args_rejected(offsets, a, {"args.index_offsets is 0 but the plan was compiled with SGTOPK_INDEX_OFFSETS"});
+  expect_args_rejected(pages, a, {"args.page_table is 0 but the plan was compiled with SGTOPK_PAGE_TABLE"});
+  a.index_offsets = 0x50000;
+  EXPECT_EQ(reinterpret_cast<uint64_t>(sgtopk::detail::make_select_params(offsets, &a, 0).index_offsets), 0x50000u);
+  expect_args_rejected(plain, a, {"args.index_offsets is set but the plan was compiled without SGTOPK_INDEX_OFFSETS"});
+  a.index_offsets = 0x50002;
+  expect_args_rejected(offsets, a, {"args.index_offsets is not 4-byte aligned"});
+  a.index_offsets = 0;
+  a.page_table = 0x60000;
+  EXPECT_EQ(reinterpret_cast<uint64_t>(sgtopk::detail::make_select_params(pages, &a, 0).page_table), 0x60000u);
+  expect_args_rejected(plain, a, {"args.page_table is set but the plan was compiled without SGTOPK_PAGE_TABLE"});
+  // A caller built before the transform passes the shorter struct: never read.
+  a.struct_size = static_cast<uint32_t>(offsetof(sgtopk_select_args, index_offsets));
+  EXPECT_EQ(reinterpret_cast<uint64_t>(sgtopk::detail::make_select_params(plain, &a, 0).page_table), 0u);
+  expect_args_rejected(pages, a, {"args.page_table is 0 but the plan was compiled with SGTOPK_PAGE_TABLE"});
 }
 
 TEST(ApiSelectArgs, RouteStatsRequiredExactlyWhenTheFlagIsSet) {

@@ -590,7 +590,28 @@ TEST_F(CliTest, PrewarmRejectsAnUnknownFlag) {
   const CliResult r = run("prewarm " + shell_quote((root_ / "bad.toml").string()));
   EXPECT_NE(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.err, "fast")) << r.show();
-  EXPECT_TRUE(contains(r.err, "(known: values, sorted, starts, route_stats)")) << r.show();
+  EXPECT_TRUE(contains(r.err, "(known: values, sorted, starts, route_stats, index_offsets)")) << r.show();
+}
+
+// The fused index transform from the command line and from a manifest.
+TEST_F(CliTest, PlanAndPrewarmTakeTheIndexTransform) {
+  CliResult r = run("plan --k 64 --rows 8 --width 5000 --arch sm_90 --page-size 16 --page-table-pitch 400");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "+page_table(page_size=16 pitch=400)")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kPageSize = 16")) << r.show();
+  r = run("plan --k 64 --rows 8 --width 5000 --arch sm_90 --index-offsets");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "+index_offsets")) << r.show();
+  r = run("plan --k 64 --rows 8 --width 5000 --arch sm_90 --page-size 16 --page-table-pitch 100");
+  EXPECT_NE(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.err, "page_table_pitch 100 is smaller than the 313 pages")) << r.show();
+  r = run("plan --k 64 --rows 8 --width 5000 --arch sm_90 --page-table-pitch 100");
+  EXPECT_NE(r.exit_code, 0) << "a page-table pitch without a page size was accepted:\n" << r.show();
+  write_text(root_ / "paged.toml",
+             "arch = \"sm_90\"\n[[plan]]\nname = \"paged\"\nk = 64\nrows = 8\nwidth = 5000\npage_size = 64\n"
+             "[[plan]]\nname = \"offsets\"\nk = 64\nrows = 8\nwidth = 5000\nflags = [\"index_offsets\"]\n");
+  r = run("prewarm " + shell_quote((root_ / "paged.toml").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.show();
 }
 
 TEST_F(CliTest, PrewarmReportsAPlanThatFailsValidation) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -845,6 +846,83 @@ TEST_P(SelectGpuGraph, CapturesInCallerStream) {
 
 INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled", "split"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// The fused index transform, per family, unsorted and sorted: the output is
+// read back through the transform's inverse (offsets r * 7919 + 3; a page
+// table whose row r maps page q to r * pages + (pages - 1 - q), at a pitch
+// past the row's pages) and then checked like any other: the selected set,
+// the tie rule, the values, the -1 padding, the order where asked.
+class SelectGpuIndexTransform : public ::testing::TestWithParam<std::tuple<std::string, uint32_t, bool>> {};
+
+TEST_P(SelectGpuIndexTransform, WritesTransformedIndices) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  const auto& [family, transform, sorted] = GetParam();
+  SGTOPK_SEEDED_RNG(rng, "index_transform");
+  Case c;
+  c.name = "index_transform";
+  c.family = family;
+  c.k = 300;
+  c.rows = 12;
+  c.width = 20000;
+  c.flags = transform | SGTOPK_VALUES | SGTOPK_STARTS | (sorted ? SGTOPK_SORTED : 0u);
+  if (family == "split") c.policy = kSplitSmallSegments;
+  const int page_size = 16;
+  const int64_t pages = (c.width + page_size - 1) / page_size, table_pitch = pages + 5;
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.k = c.k;
+  p.rows = c.rows;
+  p.width = c.width;
+  p.flags = c.flags;
+  if (transform == SGTOPK_PAGE_TABLE) {
+    p.page_size = page_size;
+    p.page_table_pitch = table_pitch;
+  }
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  o.own_workspace = 1;
+  o.policy_toml = c.policy.empty() ? nullptr : c.policy.c_str();
+  o.family = family.c_str();
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  const Inputs in = make_inputs(c, c.width, rng);
+  DeviceSet d(c, in, c.k);
+  std::vector<int32_t> offsets(static_cast<size_t>(c.rows)), table(static_cast<size_t>(c.rows * table_pitch), -99);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    offsets[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7919 + 3);
+    for (int64_t q = 0; q < pages; ++q)
+      table[static_cast<size_t>(r * table_pitch + q)] = static_cast<int32_t>(r * pages + (pages - 1 - q));
+  }
+  DeviceBuffer d_offsets(offsets.size() * 4), d_table(table.size() * 4);
+  d_offsets.upload(offsets);
+  d_table.upload(table);
+  if (transform == SGTOPK_INDEX_OFFSETS) d.args.index_offsets = d_offsets.ptr();
+  if (transform == SGTOPK_PAGE_TABLE) d.args.page_table = d_table.ptr();
+  ASSERT_EQ(sgtopk_select(plan, &d.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  std::vector<int32_t> got = d.indices.download_as<int32_t>(static_cast<size_t>(c.rows * c.k));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t s = 0; s < c.k; ++s) {
+      int32_t& i = got[static_cast<size_t>(r * c.k + s)];
+      if (i < 0) continue;
+      if (transform == SGTOPK_INDEX_OFFSETS) i -= offsets[static_cast<size_t>(r)];
+      if (transform == SGTOPK_PAGE_TABLE)
+        i = static_cast<int32_t>((pages - 1 - (i / page_size - r * pages)) * page_size + i % page_size);
+    }
+  }
+  d.indices.upload(got);
+  EXPECT_EQ(check(c, in, d, c.width, c.k, c.rows), "") << family;
+  sgtopk_plan_destroy(plan);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, SelectGpuIndexTransform,
+    ::testing::Combine(::testing::Values("direct_exact", "sampled", "split"),
+                       ::testing::Values(SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, uint32_t, bool>>& info) {
+      return std::get<0>(info.param) + (std::get<1>(info.param) == SGTOPK_INDEX_OFFSETS ? "_offsets" : "_page_table") +
+             (std::get<2>(info.param) ? "_sorted" : "");
+    });
 
 // Bad launch arguments are refused and change nothing on the device.
 // Rows past 2^31 elements of the matrix: the row address arithmetic is 64-bit

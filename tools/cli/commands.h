@@ -36,9 +36,10 @@ CLI::Validator integer_in(int64_t lo, int64_t hi, const std::string& label);
 // --out-pitch; simulate: --k, --rows and --width).
 struct ProblemOptions {
   int64_t k = 0, rows = 0, width = 0, pitch = 0, out_pitch = 0;
-  bool values = false, sorted = false, starts = false, route_stats = false;
+  bool values = false, sorted = false, starts = false, route_stats = false, index_offsets = false;
+  int64_t page_size = 0, page_table_pitch = 0;
   CLI::Option *k_opt = nullptr, *rows_opt = nullptr, *width_opt = nullptr, *pitch_opt = nullptr,
-              *out_pitch_opt = nullptr;
+              *out_pitch_opt = nullptr, *page_size_opt = nullptr, *page_table_pitch_opt = nullptr;
 
   enum class Set { shape, shape_pitch_flags, all };
   // Declares them on `app` in the "Problem" group; the defaults are for the

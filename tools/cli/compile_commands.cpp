@@ -80,7 +80,9 @@ struct PlanCommand {
       p.width = spec.width.value_or(0);
       p.pitch = spec.pitch.value_or(0);
       p.out_pitch = spec.out_pitch.value_or(0);
-      p.flags = spec.flags;
+      p.flags = spec.flags | (spec.page_size ? SGTOPK_PAGE_TABLE : 0u);
+      p.page_size = static_cast<int32_t>(spec.page_size.value_or(0));
+      p.page_table_pitch = spec.page_table_pitch.value_or(0);
       if (r.family.empty() && spec.family) r.family = *spec.family;
       if (spec.name) r.name = *spec.name;
       for (const auto& [key, present, option] :
@@ -131,7 +133,9 @@ struct PrewarmCommand {
       r.problem.width = spec.width.value_or(0);
       r.problem.pitch = spec.pitch.value_or(0);
       r.problem.out_pitch = spec.out_pitch.value_or(0);
-      r.problem.flags = spec.flags;
+      r.problem.flags = spec.flags | (spec.page_size ? SGTOPK_PAGE_TABLE : 0u);
+      r.problem.page_size = static_cast<int32_t>(spec.page_size.value_or(0));
+      r.problem.page_table_pitch = spec.page_table_pitch.value_or(0);
       requests.push_back(std::move(r));
     }
 

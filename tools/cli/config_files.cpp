@@ -53,14 +53,15 @@ std::optional<int64_t> integer_of(const toml::node& node, const std::string& key
   return std::nullopt;
 }
 
-constexpr const char* kKnownFlags = "values, sorted, starts, route_stats";
-constexpr const char* kProblemKeys = "name, k, rows, width, pitch, out_pitch, flags, family";
+constexpr const char* kKnownFlags = "values, sorted, starts, route_stats, index_offsets";
+constexpr const char* kProblemKeys = "name, k, rows, width, pitch, out_pitch, page_size, page_table_pitch, flags, family";
 
 uint32_t flag_of(std::string_view name) {
   if (name == "values") return SGTOPK_VALUES;
   if (name == "sorted") return SGTOPK_SORTED;
   if (name == "starts") return SGTOPK_STARTS;
   if (name == "route_stats") return SGTOPK_ROUTE_STATS;
+  if (name == "index_offsets") return SGTOPK_INDEX_OFFSETS;
   return 0;
 }
 
@@ -91,6 +92,14 @@ ProblemSpec read_problem(const toml::table& t, const std::string& prefix, Issues
       p.pitch = integer_of(node, dotted, issues);
     } else if (k == "out_pitch") {
       p.out_pitch = integer_of(node, dotted, issues);
+    } else if (k == "page_size") {
+      p.page_size = integer_of(node, dotted, issues);
+      if (p.page_size && (*p.page_size < INT32_MIN || *p.page_size > INT32_MAX)) {
+        issues.add(node.source(), dotted, std::to_string(*p.page_size) + " does not fit in int32");
+        p.page_size.reset();
+      }
+    } else if (k == "page_table_pitch") {
+      p.page_table_pitch = integer_of(node, dotted, issues);
     } else if (k == "flags") {
       const toml::array* flags = node.as_array();
       if (!flags) {

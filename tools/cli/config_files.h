@@ -23,15 +23,16 @@ namespace sgtopk::cli {
 struct ProblemSpec {
   std::optional<std::string> name;
   std::optional<int32_t> k;
-  std::optional<int64_t> rows, width, pitch, out_pitch;
+  std::optional<int64_t> rows, width, pitch, out_pitch, page_size, page_table_pitch;
   uint32_t flags = 0;  // the SGTOPK_* bits the `flags` array names
   std::optional<std::string> family;
   uint32_t line = 0;   // where its table starts (0: unknown)
 };
 
 // A problem file: a [problem] table, or its keys at the top level.
-// Keys: name, k, rows, width, pitch, out_pitch (integers), flags (an array of
-// "values", "sorted", "starts", "route_stats"), family (a string). All
+// Keys: name, k, rows, width, pitch, out_pitch, page_size, page_table_pitch
+// (integers; page_size sets the page_table flag), flags (an array of
+// "values", "sorted", "starts", "route_stats", "index_offsets"), family (a string). All
 // optional here: the command line may give the rest.
 ProblemSpec parse_problem_toml(std::string_view text, const std::string& source_name);
 

@@ -65,6 +65,19 @@ void ProblemOptions::add(CLI::App* app, Set set, int64_t default_k, int64_t defa
   app->add_flag("--sorted", sorted, "order each row by value, descending")->group(group);
   app->add_flag("--starts", starts, "rows carry a start offset")->group(group);
   app->add_flag("--route-stats", route_stats, "count the route each row takes")->group(group);
+  if (set != Set::all) return;
+  app->add_flag("--index-offsets", index_offsets, "write index + offsets[row] (SGTOPK_INDEX_OFFSETS)")->group(group);
+  page_size_opt = app->add_option("--page-size", page_size,
+                                  "write page_table[row][index / N] * N + index % N (SGTOPK_PAGE_TABLE)")
+                      ->type_name("N")
+                      ->transform(integer_in(1, INT32_MAX, "page_size"))
+                      ->group(group);
+  page_table_pitch_opt =
+      app->add_option("--page-table-pitch", page_table_pitch, "page-table entries per row; 0 (the default): ceil(width / page size)")
+          ->type_name("N")
+          ->transform(integer_in(0, INT64_MAX, "page_table_pitch"))
+          ->needs(page_size_opt)
+          ->group(group);
 }
 
 void ProblemOptions::apply(sgtopk_problem* p) const {
@@ -78,6 +91,12 @@ void ProblemOptions::apply(sgtopk_problem* p) const {
   if (sorted) p->flags |= SGTOPK_SORTED;
   if (starts) p->flags |= SGTOPK_STARTS;
   if (route_stats) p->flags |= SGTOPK_ROUTE_STATS;
+  if (index_offsets) p->flags |= SGTOPK_INDEX_OFFSETS;
+  if (given(page_size_opt)) {
+    p->flags |= SGTOPK_PAGE_TABLE;
+    p->page_size = static_cast<int32_t>(page_size);
+  }
+  if (given(page_table_pitch_opt)) p->page_table_pitch = page_table_pitch;
 }
 
 sgtopk_compile_options options_for(const Request& r) {

@@ -74,6 +74,12 @@ using namespace sgtopk;
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#ifndef TRANSFORM
+#define TRANSFORM 0  // the fused index transform: 1 offsets, 2 page table
+#endif
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 64
+#endif
 #ifndef SEGMENTS
 #define SEGMENTS 4
 #endif
@@ -151,6 +157,9 @@ struct Config {
   static constexpr int kSegments = SEGMENTS;
   static constexpr long long kMinSegmentWidth = MIN_SEGMENT;
   static constexpr int kCandidateCapacity = CANDIDATES;
+  static constexpr int kIndexTransform = TRANSFORM;
+  static constexpr int kPageSize = TRANSFORM == 2 ? PAGE_SIZE : 0;
+  static constexpr long long kPageTablePitch = TRANSFORM == 2 ? (WIDTH_ + PAGE_SIZE - 1) / PAGE_SIZE : 0;
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarked = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
@@ -224,6 +233,16 @@ int main(int argc, char** argv) {
   SelectParams p{};
   p.scores = scores.data(); p.lengths = lens.data(); p.starts = starts.data(); p.live_rows = nullptr;
   p.indices = indices.data(); p.values = values.data(); p.workspace = workspace.data(); p.rows = rows; p.route_stats = stats;
+  // The fused index transform: offsets r * 7919 + 3; a page table that maps
+  // row r's page q to r * pages + (pages - 1 - q). Undone before the check.
+  const long long pages = (WIDTH_ + PAGE_SIZE - 1) / PAGE_SIZE;
+  std::vector<int> offsets(rows), table(rows * pages);
+  for (int r = 0; r < rows; ++r) {
+    offsets[r] = r * 7919 + 3;
+    for (long long q = 0; q < pages; ++q) table[r * pages + q] = static_cast<int>(r * pages + (pages - 1 - q));
+  }
+  p.index_offsets = TRANSFORM == 1 ? offsets.data() : nullptr;
+  p.page_table = TRANSFORM == 2 ? table.data() : nullptr;
   static_assert(Agent::kSharedBytes <= sizeof(emu_shared));
   std::memset(emu_shared, 0xcd, sizeof(emu_shared));
   g_block = new std::barrier<>(THREADS);
@@ -244,6 +263,11 @@ int main(int argc, char** argv) {
     const float* row = scores.data() + r * kPitchV + starts[r];
     const int len = lens[r];
     std::vector<int> got(indices.begin() + r * K_, indices.begin() + (r + 1) * K_);
+    for (int& i : got) {
+      if (i < 0) continue;
+      if (TRANSFORM == 1) i -= offsets[r];
+      if (TRANSFORM == 2) i = static_cast<int>((pages - 1 - (i / PAGE_SIZE - r * pages)) * PAGE_SIZE + i % PAGE_SIZE);
+    }
     std::vector<int> want;
     if (len <= K_) {
       for (int i = 0; i < K_; ++i) want.push_back(i < len ? i : -1);

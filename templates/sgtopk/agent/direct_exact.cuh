@@ -17,7 +17,8 @@
 //   kEndpointClassification, kHistogramBackward, kIndexBits, kSmallGroup,
 //   kFrontierSharedCapacity, kFrontierGlobalCapacity, kSortSlots, kRouteStats,
 //   kFloorMarkWords, kSparseVectors, kGatherMarked, kGatherBatch,
-//   kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk.
+//   kMarkedBinChunks, kWorkUnits, kRaiseAtClaim, kRaisesPerChunk, kIndexTransform,
+//   kPageSize, kPageTablePitch.
 #pragma once
 #include "sgtopk/row/floor_marks.cuh"
 #include "sgtopk/selection/refinement.cuh"
@@ -216,6 +217,12 @@ struct DirectExactAgent {
     clock.lap(kCyclesRefinement);
   }
 
+  // The fused index transform of row r's output, once its slots are final.
+  static SGTOPK_DEVICE void transform_row(const Output& out, const SelectParams& p, long long r) {
+    transform_indices<Config::kThreads, Config::kK, Config::kIndexTransform, Config::kPageSize, Config::kPageTablePitch>(
+        out, p, r);
+  }
+
   // The worker CTA's own pieces: shared state, the frontier store (shared
   // memory, then the CTA's slice of `slices`), the sort buffer, the marks.
   struct Worker {
@@ -273,6 +280,7 @@ struct DirectExactAgent {
         select_row(*w.state, w.store, row, task.out, w.marks.for_row(task.scores, task.len), task.scores, task.len,
                    w.sort_buffer, clock);
       }
+      transform_row(task.out, p, r);
       __syncthreads();  // shared state is reused by the next row
       clock.lap(kCyclesRecovery);  // the row's set-up, the short route, the last barrier
     }

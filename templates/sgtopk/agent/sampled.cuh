@@ -259,6 +259,7 @@ struct SampledAgent {
     for (long long r = blockIdx.x; r < live;) {
       const typename Exact::RowTask task = Exact::row_task(p, r);
       select_row(*w.state, w.store, task.out, task.scores, task.len, r, w.sort_buffer, p.route_stats);
+      Exact::transform_row(task.out, p, r);
       __syncthreads();  // shared state is reused by the next row
       if (threadIdx.x == 0) claimed_row = static_cast<long long>(gridDim.x) + atomicAdd(&claims->next_row, 1u);
       __syncthreads();

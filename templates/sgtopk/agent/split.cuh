@@ -215,7 +215,8 @@ struct SplitAgent {
     if (task.len <= Config::kK) {
       if (s != 0) return;
       count_route<Config::kRouteStats>(p.route_stats, kRouteShort);
-      return Exact::select_short_row(task.out, task.scores, task.len, sort_buffer);
+      Exact::select_short_row(task.out, task.scores, task.len, sort_buffer);
+      return Exact::transform_row(task.out, p, r);
     }
     const int active = active_segments(task.len);
     if (s >= active) return;
@@ -229,16 +230,18 @@ struct SplitAgent {
     if (!Sampled::propose(state, task.scores, task.len, r, &proposal)) {
       // Every CTA of the row finds the view too small (that depends on len
       // only): the first finishes the row alone, no record is touched.
-      if (s == 0) finish(state, store, task.out, rec, task.scores, task.len, true, proposal, sort_buffer, p.route_stats);
-      return;
+      if (s != 0) return;
+      finish(state, store, task.out, rec, task.scores, task.len, true, proposal, sort_buffer, p.route_stats);
+      return Exact::transform_row(task.out, p, r);
     }
     const int width = segment_width(task.len, active);
     const int begin = min_of(task.len, s * width), end = min_of(task.len, begin + width);
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
     collect(state, store, task.scores + begin, end - begin, min_of(proposal.secondary_low, proposal.primary_low),
             proposal.primary_low);
-    if (publish(state, store, rec, static_cast<u32>(begin), active))
-      finish(state, store, task.out, rec, task.scores, task.len, false, proposal, sort_buffer, p.route_stats);
+    if (!publish(state, store, rec, static_cast<u32>(begin), active)) return;
+    finish(state, store, task.out, rec, task.scores, task.len, false, proposal, sort_buffer, p.route_stats);
+    Exact::transform_row(task.out, p, r);
   }
 };
 

@@ -60,4 +60,29 @@ SGTOPK_DEVICE void sort_row_output(const RowOutput<kValues>& out, const float* r
   }
 }
 
+// The fused index transform (abi.h SelectParams; kTransform 1: index +
+// index_offsets[row], 2: page_table[row][index / kPageSize] * kPageSize +
+// index % kPageSize), in place over the row's K slots once they are final
+// (after the sorted option, which reads the raw indices); -1 stays. Starts
+// with a barrier (the slots were written by any thread); the caller's next
+// barrier ends it.
+template <int kThreads, int kK, int kTransform, int kPageSize, long long kPageTablePitch, bool kValues>
+SGTOPK_DEVICE void transform_indices(const RowOutput<kValues>& out, const SelectParams& p, long long row) {
+  if constexpr (kTransform != 0) {
+    __syncthreads();
+    const int offset = kTransform == 1 ? p.index_offsets[row] : 0;
+    const int* pages = kTransform == 2 ? p.page_table + row * kPageTablePitch : nullptr;
+    for (int s = threadIdx.x; s < kK; s += kThreads) {
+      const int index = out.indices[s];
+      if (index < 0) continue;
+      if constexpr (kTransform == 1) {
+        out.indices[s] = static_cast<int>(static_cast<unsigned>(index) + static_cast<unsigned>(offset));
+      } else {
+        const long long page = pages[index / kPageSize];
+        out.indices[s] = static_cast<int>(page * kPageSize + index % kPageSize);
+      }
+    }
+  }
+}
+
 }  // namespace sgtopk
