@@ -78,6 +78,7 @@ std::string describe_plan(const CompiledPlan& c) {
   const char* source_names[] = {"compiled now", "memory cache", "disk cache"};
   s << "problem:   " << to_string(p.problem) << "\n"
     << "family:    " << p.family << " (" << p.agent_header << ", entry " << p.entry << ")\n"
+    << "because:   " << p.reason << "\n"
     << "target:    " << p.arch << (c.target.device >= 0 ? " on device " + std::to_string(c.target.device) + " (" + c.target.device_name + ")" : " (compile-only)")
     << ", " << c.target.sm_count << " SMs\n"
     << "launch:    grid " << p.grid << " x block " << p.block << ", dynamic shared " << p.dynamic_smem_bytes << " B\n"

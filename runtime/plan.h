@@ -22,6 +22,7 @@ struct Plan {
   std::string agent_header; // the template that implements it
   std::string agent;        // the agent type in it, instantiated with the Config
   std::string entry;        // extern "C" kernel name
+  std::string reason;       // why the planner chose the family, in policy keys (or "forced")
   // The specialization constants, in order; they become the generated Config.
   KernelConfig config;
   unsigned grid = 0, block = 0;

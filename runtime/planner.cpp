@@ -15,15 +15,33 @@ namespace {
 // Sampling pays on long rows, and its persistent one-CTA-per-row schedule
 // needs enough rows to fill the GPU; fewer long rows are split over several
 // CTAs each (when a split count fits); the rest stay row-local and exact.
-std::string choose_family(const Problem& p, const Policy& policy, const Target& target) {
+// Returns the family and, in `reason`, the thresholds that decided it.
+std::string choose_family(const Problem& p, const Policy& policy, const Target& target, std::string* reason) {
   const SelectDispatchPolicy& d = policy.dispatch;
   const SelectSplitPolicy& split = policy.split;
+  const std::string rows = "rows " + std::to_string(p.rows), width = "width " + std::to_string(p.width);
+  const std::string sms = std::to_string(target.sm_count) + " SMs";
   const bool long_rows = p.width >= d.sampled_min_width && p.width > p.k;
   const bool fills_gpu = p.rows >= int64_t{target.sm_count} * d.sampled_min_rows_per_sm;
-  if (long_rows && fills_gpu) return "sampled";
+  if (long_rows && fills_gpu) {
+    *reason = width + " >= select.dispatch.sampled_min_width " + std::to_string(d.sampled_min_width) + " and " + rows +
+              " >= " + sms + " x select.dispatch.sampled_min_rows_per_sm " + std::to_string(d.sampled_min_rows_per_sm);
+    return "sampled";
+  }
   const bool few_rows = p.rows <= int64_t{target.sm_count} * split.max_rows_per_sm;
-  if (p.width >= split.min_width && p.width > p.k && few_rows && split_segments(p, split, target.sm_count) > 1)
+  const int segments = split_segments(p, split, target.sm_count);
+  if (p.width >= split.min_width && p.width > p.k && few_rows && segments > 1) {
+    *reason = width + " >= select.split.min_width " + std::to_string(split.min_width) + ", " + rows + " <= " + sms +
+              " x select.split.max_rows_per_sm " + std::to_string(split.max_rows_per_sm) + ": " +
+              std::to_string(segments) + " CTAs a row (the largest of select.split.split_counts within " +
+              std::to_string(split.ctas_per_sm) + " CTA(s) per SM and segments of select.split.min_segment_width " +
+              std::to_string(split.min_segment_width) + ")";
     return "split";
+  }
+  *reason = "neither sampled (" + width + " vs select.dispatch.sampled_min_width " + std::to_string(d.sampled_min_width) +
+            ", " + rows + " vs " + sms + " x sampled_min_rows_per_sm " + std::to_string(d.sampled_min_rows_per_sm) +
+            ") nor split (" + width + " vs select.split.min_width " + std::to_string(split.min_width) + ", " +
+            std::to_string(segments) + " CTA(s) a row fit select.split.split_counts): row-local exact";
   return "direct_exact";
 }
 
@@ -42,7 +60,8 @@ std::vector<std::string> select_families() {
 }
 
 Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family) {
-  const std::string name = forced_family.empty() ? choose_family(problem, policy, target) : forced_family;
+  std::string reason = "forced (options.family / --family)";
+  const std::string name = forced_family.empty() ? choose_family(problem, policy, target, &reason) : forced_family;
   const Family* family = find_family(name);
   if (family == nullptr) {
     std::string known;
@@ -54,6 +73,7 @@ Plan make_plan(const Problem& problem, const Policy& policy, const Target& targe
   plan.agent_header = family->agent_header;
   plan.agent = family->agent;
   plan.entry = family->entry();
+  plan.reason = reason;
   family->plan(plan, problem, policy, target);
   plan.problem = problem;
   plan.policy = policy;

@@ -214,6 +214,8 @@ TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "family:")) << r.show();
   EXPECT_TRUE(contains(r.out, "direct_exact")) << r.show();
+  EXPECT_TRUE(contains(r.out, "because:   neither sampled (width 12000 vs select.dispatch.sampled_min_width 32768"))
+      << r.show();
   EXPECT_TRUE(contains(r.out, "grid")) << r.show();
   EXPECT_TRUE(contains(r.out, "workspace")) << r.show();
   EXPECT_TRUE(std::regex_search(r.out, std::regex("cache key: [0-9a-f]{32}"))) << r.show();

@@ -312,6 +312,10 @@ TEST(JitPlanner, DispatchBoundaries) {
   // ... below that, split while two CTAs per row fit one per SM (66 rows) ...
   ASSERT_EQ(d.split.ctas_per_sm, 1);
   EXPECT_EQ(family_for(2048, 66, 262144), "split");
+  EXPECT_TRUE(contains(plan_for(2048, 262144, 0, "sm_90", d, "", 66).reason,
+                       "2 CTAs a row (the largest of select.split.split_counts"))
+      << plan_for(2048, 262144, 0, "sm_90", d, "", 66).reason;
+  EXPECT_EQ(plan_for(2048, 262144, 0, "sm_90", d, "split", 66).reason, "forced (options.family / --family)");
   EXPECT_EQ(family_for(2048, 67, 262144), "direct_exact");
   EXPECT_EQ(family_for(2048, 1, 16384), "split");
   EXPECT_EQ(family_for(2048, 1, 16383), "direct_exact");  // below select.split.min_width
