@@ -123,7 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.width = pick_i64(in);
   p.pitch = in.ConsumeBool() ? 0 : pick_i64(in);
   p.out_pitch = in.ConsumeBool() ? 0 : pick_i64(in);
-  p.flags = in.ConsumeBool() ? in.ConsumeIntegralInRange<uint32_t>(0, 15) : in.ConsumeIntegral<uint32_t>();
+  p.flags = in.ConsumeBool() ? in.ConsumeIntegralInRange<uint32_t>(0, 63) : in.ConsumeIntegral<uint32_t>();
 
   // ---- the compile options (compile-only, always)
   static const char* const archs[] = {"sm_90", "sm_90a", "sm_80", "sm_89", "sm_70", "sm_75", "sm_100", "sm_0090",
@@ -145,6 +145,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0) a.struct_size = in.ConsumeIntegral<uint32_t>();
   else if (in.ConsumeIntegralInRange<int>(0, 7) == 0) a.struct_size = offsetof(sgtopk_select_args, route_stats);
+  else if (in.ConsumeIntegralInRange<int>(0, 7) == 0) a.struct_size = offsetof(sgtopk_select_args, index_offsets);
   a.scores = pick_ptr(in);
   a.lengths = pick_ptr(in);
   a.starts = pick_ptr(in);
@@ -154,6 +155,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.workspace = pick_ptr(in);
   a.route_stats = pick_ptr(in);
   const uint64_t own_workspace = in.ConsumeBool() ? 0 : pick_ptr(in);
+  // The index transform's fields (read after the rest, so older inputs keep their meaning).
+  if (in.ConsumeBool()) {
+    p.page_size = static_cast<int32_t>(in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-2, 4096) : pick_i64(in));
+    p.page_table_pitch = in.ConsumeBool() ? 0 : pick_i64(in);
+  }
+  if (in.ConsumeBool()) p.struct_size = offsetof(sgtopk_problem, page_size);
+  a.index_offsets = in.ConsumeBool() ? pick_ptr(in) : 0;
+  a.page_table = in.ConsumeBool() ? pick_ptr(in) : 0;
 
   const bool k_zero = in.ConsumeBool();  // how step 6 makes K invalid
   // The rest of the input is the policy TOML, when asked for.
@@ -178,7 +187,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool ok = problem.k >= 1 && problem.k <= detail::kMaxK && problem.rows >= 1 &&
                     problem.rows < detail::kMaxRows && problem.width >= 1 && problem.width <= detail::kMaxWidth &&
                     problem.pitch >= problem.width && problem.out_pitch >= problem.k && op == SGTOPK_OP_SELECT &&
-                    dtype == SGTOPK_F32 && p.struct_size >= sizeof(sgtopk_problem) && (p.flags & ~15u) == 0 &&
+                    dtype == SGTOPK_F32 && p.struct_size >= offsetof(sgtopk_problem, page_size) &&
+                    (p.flags & ~63u) == 0 &&
+                    !((p.flags & SGTOPK_INDEX_OFFSETS) && (p.flags & SGTOPK_PAGE_TABLE)) &&
+                    // the page fields: only with the page table (and read only from a struct that has them)
+                    (problem.index_transform == detail::Problem::IndexTransform::kPageTable
+                         ? problem.page_size >= 1 && problem.page_table_pitch >= 1 &&
+                               problem.page_table_pitch >= (problem.width + problem.page_size - 1) / problem.page_size &&
+                               problem.page_table_pitch <= detail::kMaxElements / problem.rows
+                         : problem.page_size == 0 && problem.page_table_pitch == 0 &&
+                               (p.struct_size < sizeof(sgtopk_problem) || (p.page_size == 0 && p.page_table_pitch == 0))) &&
                     // no row offset can overflow (issue 27, item 4)
                     problem.pitch <= detail::kMaxElements / problem.rows &&
                     problem.out_pitch <= detail::kMaxElements / problem.rows;
@@ -232,7 +250,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!args_status) {
         const auto addr = [](const void* ptr) { return reinterpret_cast<uint64_t>(ptr); };
         const uint64_t ws = a.workspace ? a.workspace : own_workspace;
-        const bool new_struct = a.struct_size >= sizeof(sgtopk_select_args);
+        const bool new_struct = a.struct_size >= offsetof(sgtopk_select_args, index_offsets);
+        const bool transform_struct = a.struct_size >= sizeof(sgtopk_select_args);
+        const bool offsets = plan.problem.index_transform == detail::Problem::IndexTransform::kOffsets;
+        const bool pages = plan.problem.index_transform == detail::Problem::IndexTransform::kPageTable;
         const bool ok =
             a.struct_size >= offsetof(sgtopk_select_args, route_stats) && a.scores != 0 && a.scores % 4 == 0 &&
             addr(params.scores) == a.scores && a.indices != 0 && a.indices % 4 == 0 &&
@@ -245,6 +266,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             (plan.problem.route_stats ? new_struct && a.route_stats != 0 && a.route_stats % 8 == 0
                                       : !new_struct || a.route_stats == 0) &&
             addr(params.route_stats) == (new_struct ? a.route_stats : 0) &&
+            (offsets ? transform_struct && a.index_offsets != 0 && a.index_offsets % 4 == 0
+                     : !transform_struct || a.index_offsets == 0) &&
+            addr(params.index_offsets) == (transform_struct ? a.index_offsets : 0) &&
+            (pages ? transform_struct && a.page_table != 0 && a.page_table % 4 == 0
+                   : !transform_struct || a.page_table == 0) &&
+            addr(params.page_table) == (transform_struct ? a.page_table : 0) &&
             params.rows == static_cast<uint64_t>(plan.problem.rows);
         if (!ok) finding("make_select_params accepted arguments outside the contract");
       }
