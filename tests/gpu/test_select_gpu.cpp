@@ -715,21 +715,16 @@ INSTANTIATE_TEST_SUITE_P(Split, SelectGpu, ::testing::ValuesIn(split_cases()),
 // its route fails before any GPU time is spent. The GPU run checks it again
 // on its own inputs.
 TEST(SelectGpuCases, InputsExerciseTheirRoutes) {
-  for (const Case& c : sampled_cases()) {
-    if (c.expect_routes.empty()) continue;
-    SGTOPK_SEEDED_RNG(rng, c.name);
-    const int64_t pitch = c.pitch ? c.pitch : c.width;
-    const Inputs in = make_inputs(c, pitch, rng);
-    const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
-    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, "sampled"));
-  }
-  for (const Case& c : split_cases()) {
-    if (c.expect_routes.empty()) continue;
-    SGTOPK_SEEDED_RNG(rng, c.name);
-    const int64_t pitch = c.pitch ? c.pitch : c.width;
-    const Inputs in = make_inputs(c, pitch, rng);
-    const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
-    expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, "split"));
+  for (const auto& [family, family_cases] :
+       {std::pair<std::string, std::vector<Case>>{"sampled", sampled_cases()}, {"split", split_cases()}}) {
+    for (const Case& c : family_cases) {
+      if (c.expect_routes.empty()) continue;
+      SGTOPK_SEEDED_RNG(rng, c.name);
+      const int64_t pitch = c.pitch ? c.pitch : c.width;
+      const Inputs in = make_inputs(c, pitch, rng);
+      const int64_t live = c.live_rows < 0 ? c.rows : c.live_rows;
+      expect_routes_exercised(c, expected_route_stats(c, in, pitch, live, family));
+    }
   }
 }
 
