@@ -472,29 +472,41 @@ INSTANTIATE_TEST_SUITE_P(Contract, SelectGpu, ::testing::ValuesIn(cases()),
 // route counts checked against the CPU reference's (every other case: the
 // rest run the production kernel, compiled without statistics); then inputs
 // built to defeat a strided sample and policies that force each route.
-std::vector<Case> sampled_cases() {
+// Rows built to defeat a strided sample.
+const std::vector<RowFamily> kSampleDefeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
+                                                 RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
+                                                 RowFamily::kIndexerLike, RowFamily::kNaNInTop};
+
+// The contract suite forced through `family` (names prefixed with it), every
+// other case with route statistics.
+std::vector<Case> contract_cases_through(const std::string& family) {
   std::vector<Case> out;
   int derived = 0;
   for (Case c : cases()) {
-    c.name = "sampled_" + c.name;
-    c.family = "sampled";
+    c.name = family + "_" + c.name;
+    c.family = family;
     if (derived++ % 2 == 0) c.flags |= SGTOPK_ROUTE_STATS;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<Case> sampled_cases() {
+  std::vector<Case> out;
+  for (Case c : contract_cases_through("sampled")) {
     // Rows of length K+1 hold too few samples to propose anything.
     if (c.k >= 1024 && c.lengths && (c.flags & SGTOPK_ROUTE_STATS)) c.expect_routes = {SGTOPK_ROUTE_NO_VIEW};
     // The direct family's worker shape has a sampled counterpart.
     if (c.name == "sampled_small_blocks") c.policy += "[select.sampled]\nblock_threads = 256\nworkers_per_sm = 4\n";
     out.push_back(c);
   }
-  const std::vector<RowFamily> defeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
-                                            RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
-                                            RowFamily::kIndexerLike, RowFamily::kNaNInTop};
   {  // Wide rows of sample-defeating structure, more rows than workers.
     Case c;
     c.name = "sampled_defeaters_wide";
     c.k = 2048;
     c.rows = 300;
     c.width = 262144;
-    c.families = defeaters;
+    c.families = kSampleDefeaters;
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT, SGTOPK_ROUTE_SHORT};
     out.push_back(c);
@@ -505,7 +517,7 @@ std::vector<Case> sampled_cases() {
     c.k = 1024;
     c.rows = 400;
     c.width = 60001;
-    c.families = defeaters;
+    c.families = kSampleDefeaters;
     c.flags = SGTOPK_ROUTE_STATS;
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
@@ -547,7 +559,7 @@ std::vector<Case> sampled_cases() {
     c.k = 2048;
     c.rows = 300;
     c.width = block == 32 ? 100001 : 262144;
-    c.families = defeaters;
+    c.families = kSampleDefeaters;
     c.families.push_back(RowFamily::kUniform);
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_VALUES;
     c.policy = "[select.sampled]\nview_block = " + std::to_string(block) + "\n";
@@ -616,7 +628,7 @@ std::vector<Case> sampled_cases() {
     c.k = 2048;
     c.rows = 300;
     c.width = 262144;
-    c.families = defeaters;
+    c.families = kSampleDefeaters;
     c.families.push_back(RowFamily::kUniform);
     c.families.push_back(RowFamily::kBoundaryTies);
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_SORTED;
@@ -667,17 +679,10 @@ const char* const kSplitSmallSegments = "[select.split]\nmin_segment_width = 102
 // exact route, and records and segments too small for their candidates.
 std::vector<Case> split_cases() {
   std::vector<Case> out;
-  int derived = 0;
-  for (Case c : cases()) {
-    c.name = "split_" + c.name;
-    c.family = "split";
+  for (Case c : contract_cases_through("split")) {
     c.policy += kSplitSmallSegments;
-    if (derived++ % 2 == 0) c.flags |= SGTOPK_ROUTE_STATS;
     out.push_back(c);
   }
-  const std::vector<RowFamily> defeaters = {RowFamily::kPeriodic64,  RowFamily::kPeriodic128, RowFamily::kPackedRuns,
-                                            RowFamily::kBimodal,     RowFamily::kAscending,   RowFamily::kDescending,
-                                            RowFamily::kIndexerLike, RowFamily::kNaNInTop};
   const auto few_long = [&](const std::string& name, int64_t rows, int64_t width, const std::string& policy,
                             std::vector<int> routes) {
     Case c;
@@ -686,7 +691,7 @@ std::vector<Case> split_cases() {
     c.k = 2048;
     c.rows = rows;
     c.width = width;
-    c.families = defeaters;
+    c.families = kSampleDefeaters;
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
     c.policy = policy;
     c.expect_routes = std::move(routes);
