@@ -249,18 +249,8 @@ struct DirectExactAgent {
   }
 
   // Row r of the launch: its valid scores and its output slots.
-  struct RowTask {
-    const float* scores;
-    int len;
-    Output out;
-  };
-  static SGTOPK_DEVICE RowTask row_task(const SelectParams& p, long long r) {
-    int len = p.lengths ? p.lengths[r] : static_cast<int>(Config::kWidth);
-    len = max_of(0, min_of(len, static_cast<int>(Config::kWidth)));
-    const long long start = Config::kStarts ? max_of(0, p.starts[r]) : 0;
-    return RowTask{p.scores + r * Config::kPitch + start, len,
-                   Output{p.indices + r * Config::kOutPitch, Config::kValues ? p.values + r * Config::kOutPitch : nullptr}};
-  }
+  typedef SelectRowTask<Config::kValues> RowTask;
+  static SGTOPK_DEVICE RowTask row_task(const SelectParams& p, long long r) { return select_row_task<Config>(p, r); }
 
   static SGTOPK_DEVICE void run(const SelectParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);

@@ -15,6 +15,24 @@ struct RowOutput {
   }
 };
 
+// Row r of a launch: its valid scores (the window start applied, the length
+// clamped to [0, kWidth]) and its output slots.
+template <bool kValues>
+struct SelectRowTask {
+  const float* scores;
+  int len;
+  RowOutput<kValues> out;
+};
+template <typename Config>
+SGTOPK_DEVICE SelectRowTask<Config::kValues> select_row_task(const SelectParams& p, long long r) {
+  int len = p.lengths ? p.lengths[r] : static_cast<int>(Config::kWidth);
+  len = max_of(0, min_of(len, static_cast<int>(Config::kWidth)));
+  const long long start = Config::kStarts ? max_of(0, p.starts[r]) : 0;
+  return SelectRowTask<Config::kValues>{
+      p.scores + r * Config::kPitch + start, len,
+      RowOutput<Config::kValues>{p.indices + r * Config::kOutPitch, Config::kValues ? p.values + r * Config::kOutPitch : nullptr}};
+}
+
 // A row with len <= K: every valid index once, then -1 (values: -inf).
 template <int kThreads, int kK, bool kValues>
 SGTOPK_DEVICE void write_whole_row(const RowOutput<kValues>& out, const float* row, int len) {
