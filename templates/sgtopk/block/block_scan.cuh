@@ -50,7 +50,8 @@ struct RankBin {
 // Thread t owns kBins/kThreads consecutive bins counted from the top, so a
 // block prefix sum in thread order is a suffix sum over bins. Several ranks
 // share one scan (the sampled proposal's q0 and q1). Three barriers: the
-// bins are read before the first, so the caller may change them on return;
+// bins are read before the first (and again by the thread holding a rank,
+// before the last), so the caller may change them on return;
 // the answers lie past the scan's words, so the next call's scan cannot
 // overwrite them before every thread has read them.
 template <int kThreads, int kBins, int kRanks>
@@ -59,13 +60,14 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
   static_assert(kScanWords + 3 * kRanks <= kRankScratchWords, "scratch holds three words per rank");
   constexpr int kPerThread = kBins >= kThreads ? kBins / kThreads : 1;
   const int first = kBins - (static_cast<int>(threadIdx.x) + 1) * kPerThread;  // lowest bin owned
-  u32 counts[kPerThread];
+  // The lanes of a warp read their runs in a rotated order: lanes whose runs
+  // start in the same bank start at different words, so each read is one
+  // wavefront instead of up to 32 (runs of 8 words: 8 lanes to a bank).
+  constexpr int kLanesPerBankRow = kPerThread >= 32 ? 1 : 32 / kPerThread;
+  const int rotation = (static_cast<int>(threadIdx.x) & 31) / kLanesPerBankRow;
   u32 owned = 0;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    counts[j] = first >= 0 ? bins[first + j] : 0u;
-    owned += counts[j];
-  }
+  for (int j = 0; j < kPerThread; ++j) owned += first >= 0 ? bins[first + (j + rotation) % kPerThread] : 0u;
   u32 total;
   const u32 owned_above = block_exclusive_sum<kThreads>(owned, scratch, &total);
   u32* answers = scratch + kScanWords;
@@ -73,15 +75,15 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
   for (int q = 0; q < kRanks; ++q) {
     const u32 rank = ranks[q];
     u32 above = owned_above;
-    if (first >= 0 && above < rank && rank <= above + owned) {
-#pragma unroll
+    if (first >= 0 && above < rank && rank <= above + owned) {  // one thread: reads its run again, in order
       for (int j = kPerThread - 1; j >= 0; --j) {
-        if (above < rank && rank <= above + counts[j]) {
+        const u32 count = bins[first + j];
+        if (above < rank && rank <= above + count) {
           answers[3 * q] = static_cast<u32>(first + j);
           answers[3 * q + 1] = above;
-          answers[3 * q + 2] = counts[j];
+          answers[3 * q + 2] = count;
         }
-        above += counts[j];
+        above += count;
       }
     }
   }
