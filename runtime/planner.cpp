@@ -12,8 +12,9 @@ namespace sgtopk::detail {
 
 namespace {
 
-// Sampling pays on long rows, and its persistent one-CTA-per-row schedule
-// needs enough rows to fill the GPU; fewer long rows are split over several
+// Rows a CTA holds in registers take the short-row family. Sampling pays on
+// long rows, and its persistent one-CTA-per-row schedule needs enough rows to
+// fill the GPU; fewer long rows are split over several
 // CTAs each (when a split count fits); the rest stay row-local and exact.
 // Returns the family and, in `reason`, the thresholds that decided it.
 std::string choose_family(const Problem& p, const Policy& policy, const Target& target, std::string* reason) {
@@ -21,6 +22,19 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
   const SelectSplitPolicy& split = policy.split;
   const std::string rows = "rows " + std::to_string(p.rows), width = "width " + std::to_string(p.width);
   const std::string sms = std::to_string(target.sm_count) + " SMs";
+  const SelectShortRowPolicy& short_row = policy.short_row;
+  const ShortRowShape shape = short_row_shape(p, short_row, target.sm_count);
+  if (p.width <= short_row.max_width && shape.items > 0) {
+    *reason = width + " <= select.short_row.max_width " + std::to_string(short_row.max_width) + ": one CTA of " +
+              std::to_string(shape.threads) + " threads a row, " + std::to_string(shape.items) +
+              " scores a thread (select.short_row." +
+              (p.rows <= target.sm_count ? "few_rows_items_per_thread " + std::to_string(short_row.few_rows_items_per_thread) +
+                                               " for " + rows + " <= " + sms
+                                         : "items_per_thread " + std::to_string(short_row.items_per_thread) +
+                                               ", max_block_threads " + std::to_string(short_row.max_block_threads)) +
+              ", min_block_threads " + std::to_string(short_row.min_block_threads) + ")";
+    return "short_row";
+  }
   const bool long_rows = p.width >= d.sampled_min_width && p.width > p.k;
   const bool fills_gpu = p.rows >= int64_t{target.sm_count} * d.sampled_min_rows_per_sm;
   if (long_rows && fills_gpu) {
@@ -40,7 +54,7 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
   }
   *reason = "neither sampled (" + width + " vs select.dispatch.sampled_min_width " + std::to_string(d.sampled_min_width) +
             ", " + rows + " vs " + sms + " x sampled_min_rows_per_sm " + std::to_string(d.sampled_min_rows_per_sm) +
-            ") nor split (" + width + " vs select.split.min_width " + std::to_string(split.min_width) + ", " +
+            "), short_row (" + width + " vs select.short_row.max_width " + std::to_string(short_row.max_width) + ") nor split (" + width + " vs select.split.min_width " + std::to_string(split.min_width) + ", " +
             std::to_string(segments) + " CTA(s) a row fit select.split.split_counts): row-local exact";
   return "direct_exact";
 }

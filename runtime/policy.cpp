@@ -193,6 +193,7 @@ constexpr bool kPow2 = true;
 #define SGTOPK_FIELD_DIRECT(...) SGTOPK_FIELD(direct, __VA_ARGS__)
 #define SGTOPK_FIELD_SAMPLED(...) SGTOPK_FIELD(sampled, __VA_ARGS__)
 #define SGTOPK_FIELD_SPLIT(...) SGTOPK_FIELD(split, __VA_ARGS__)
+#define SGTOPK_FIELD_SHORT_ROW(...) SGTOPK_FIELD(short_row, __VA_ARGS__)
 #define SGTOPK_FIELD_DISPATCH(...) SGTOPK_FIELD(dispatch, __VA_ARGS__)
 #define SGTOPK_FIELD_FILTER(...) SGTOPK_FIELD(filter, __VA_ARGS__)
 #define SGTOPK_FIELD_COMPILE(...) SGTOPK_FIELD(compile, __VA_ARGS__)
@@ -211,6 +212,10 @@ const std::vector<Section>& sections() {
        "KV-split family for a few long rows (paper 5.5): each row's segments on several CTAs, every CTA\n"
        "proposing from the same view; the last segment to arrive finishes the row.",
        {SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_FIELD_SPLIT)}},
+      {"select.short_row",
+       "Short-row family for rows a CTA holds in registers (paper 5.5, row-local): one CTA a row, the\n"
+       "row read once, radix rounds over its keys in shared memory, the selection written in row order.",
+       {SGTOPK_POLICY_SELECT_SHORT_ROW(SGTOPK_FIELD_SHORT_ROW)}},
       {"select.dispatch",
        "Which family the planner picks for a shape.",
        {SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_FIELD_DISPATCH)}},
@@ -229,6 +234,8 @@ const std::vector<Consistency>& consistency_rules() {
   static const std::vector<Consistency> rules = {
       {"select.sampled.secondary_margin", ">=", "select.sampled.primary_margin",
        [](const Policy& p) { return p.sampled.secondary_margin >= p.sampled.primary_margin; }},
+      {"select.short_row.max_block_threads", ">=", "select.short_row.min_block_threads",
+       [](const Policy& p) { return p.short_row.max_block_threads >= p.short_row.min_block_threads; }},
   };
   return rules;
 }

@@ -180,6 +180,25 @@
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row")
 
+// [select.short_row] rows a CTA holds in registers: one CTA a row, radix
+// rounds over the row's keys with histograms in shared memory.
+#define SGTOPK_POLICY_SELECT_SHORT_ROW(X) \
+  X(WIDE, max_width, 8192, (0, 32768), \
+    "rows at most this wide use the short-row family (0: never; at most 1024 threads x 32).\n" \
+    "16384-score rows run faster here too (512 x 32) but spill at 64 registers a thread") \
+  X(INT, items_per_thread, 16, (1, 32), \
+    "scores a thread holds: a CTA is the fewest threads (a power of two, at least\n" \
+    "min_block_threads) that hold the widest row in this many each; past max_block_threads,\n" \
+    "more each (at most 32)") \
+  X(INT, min_block_threads, 128, (32, 1024, kPow2), \
+    "threads per CTA at least: narrow rows get small CTAs, several per SM") \
+  X(INT, max_block_threads, 512, (32, 1024, kPow2), \
+    "threads per CTA at most: two CTAs of 512 x 32 scores per SM hold 16384-score rows faster\n" \
+    "than one of 1024 x 16 (the next row's loads overlap this one's rounds)") \
+  X(INT, few_rows_items_per_thread, 4, (1, 32), \
+    "launches of at most one row per SM: scores a thread instead of items_per_thread, in CTAs of\n" \
+    "up to 1024 threads (there a row's latency sets the time, not the SM's throughput)")
+
 // [select.dispatch] which family the planner picks.
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \
   X(WIDE, sampled_min_width, 32768, (0, kMaxWidth), \
@@ -235,6 +254,10 @@ struct SelectSplitPolicy {
   SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_POLICY_MEMBER)
   bool operator==(const SelectSplitPolicy&) const = default;
 };
+struct SelectShortRowPolicy {
+  SGTOPK_POLICY_SELECT_SHORT_ROW(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectShortRowPolicy&) const = default;
+};
 struct SelectDispatchPolicy {
   SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_POLICY_MEMBER)
   bool operator==(const SelectDispatchPolicy&) const = default;
@@ -252,6 +275,7 @@ struct Policy {
   SelectDirectPolicy direct;
   SelectSampledPolicy sampled;
   SelectSplitPolicy split;
+  SelectShortRowPolicy short_row;
   SelectDispatchPolicy dispatch;
   FilterPolicy filter;
   CompilePolicy compile;

@@ -7,6 +7,7 @@ const std::vector<Family>& select_family_table() {
       {"direct_exact", "sgtopk/agent/direct_exact.cuh", "sgtopk::DirectExactAgent", plan_direct_exact},
       {"sampled", "sgtopk/agent/sampled.cuh", "sgtopk::SampledAgent", plan_sampled},
       {"split", "sgtopk/agent/split.cuh", "sgtopk::SplitAgent", plan_split},
+      {"short_row", "sgtopk/agent/short_row.cuh", "sgtopk::ShortRowAgent", plan_short_row},
   };
   return table;
 }

@@ -28,7 +28,20 @@ const Family* find_family(const std::string& name);
 void plan_direct_exact(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_short_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 // CTAs per row of a split plan (select.split.split_counts; 1: none fits).
 int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int sm_count);
+
+// A short-row plan's CTA: the fewest threads (a power of two, at least
+// select.short_row.min_block_threads) that hold the widest row in
+// items_per_thread scores each, else max_block_threads with more each;
+// items 0 when even kShortRowMaxItems a thread cannot hold it. Launches of
+// at most one row per SM size for few_rows_items_per_thread, up to 1024.
+constexpr int kShortRowMaxItems = 32;
+struct ShortRowShape {
+  int threads;
+  int items;
+};
+ShortRowShape short_row_shape(const Problem& problem, const SelectShortRowPolicy& policy, int sm_count);
 
 }  // namespace sgtopk::detail

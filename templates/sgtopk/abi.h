@@ -138,4 +138,24 @@ SGTOPK_ABI_FN unsigned select_shared_bytes(int frontier_capacity, bool sorted, i
   return selection_state_bytes() + (frontier > sort ? frontier : sort) + static_cast<unsigned>(floor_marks_words) * 4u;
 }
 
+// ---- the short-row family's shared memory: two digit histograms (a round
+// counts into one while the other is cleared for the round after), the scan
+// scratch, the row-order rank table (a word per item slot and warp, and the
+// total), the row's coarse keys (2 bytes a score), then the sorted option's
+// buffer.
+struct ShortRowState {
+  u32 histogram[2][kCoarseBins];
+  u32 scratch[kRankScratchWords];
+};
+SGTOPK_ABI_FN unsigned short_row_rank_words(int threads, int items) { return static_cast<unsigned>(items * (threads / 32) + 1); }
+SGTOPK_ABI_FN unsigned short_row_coarse_offset(int threads, int items) {
+  return (static_cast<unsigned>(sizeof(ShortRowState)) + short_row_rank_words(threads, items) * 4u + 15u) / 16u * 16u;
+}
+SGTOPK_ABI_FN unsigned short_row_sort_offset(int threads, int items) {
+  return short_row_coarse_offset(threads, items) + (static_cast<unsigned>(threads * items) * 2u + 15u) / 16u * 16u;
+}
+SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorted, int sort_slots) {
+  return short_row_sort_offset(threads, items) + sort_buffer_bytes(sorted, sort_slots);
+}
+
 }  // namespace sgtopk

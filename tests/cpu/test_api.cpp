@@ -33,7 +33,7 @@ sgtopk_problem good_problem() {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
   p.k = 2048;
   p.rows = 64;
-  p.width = 12000;  // the direct family's shape (too narrow to split)
+  p.width = 12000;  // the short-row family's shape (a CTA holds a row)
   return p;
 }
 
@@ -354,7 +354,7 @@ TEST(ApiOptions, ArchNumberParsing) {
 TEST(ApiOptions, UnknownFamily) {
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "no_such_family"; },
                   SGTOPK_ERROR_INVALID_ARGUMENT,
-                  {"family 'no_such_family' is unknown", "(known: direct_exact, sampled, split)"});
+                  {"family 'no_such_family' is unknown", "(known: direct_exact, sampled, split, short_row)"});
 }
 
 TEST(ApiOptions, PolicyUnknownKey) {
@@ -434,7 +434,9 @@ TEST(ApiCompileOnly, DescribeTextAndRefusedLaunch) {
   sgtopk_plan plan = nullptr;
   ASSERT_NE(sgtopk_compile(&bad, &o, &plan), SGTOPK_OK);
 
-  const sgtopk_problem p = good_problem();
+  sgtopk_problem p = good_problem();
+  p.rows = 200;  // the direct family's shape: too wide for short_row, too many rows to split
+  p.width = 20000;
   ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   ASSERT_NE(plan, nullptr);
   EXPECT_STREQ(sgtopk_last_error(), "");

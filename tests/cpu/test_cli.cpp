@@ -210,11 +210,11 @@ class CliTest : public ::testing::Test {
 // ------------------------------------------------------------------ plan ----
 
 TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
-  const CliResult r = run("plan --k 2048 --rows 64 --width 12000 --arch sm_90");
+  const CliResult r = run("plan --k 2048 --rows 200 --width 20000 --arch sm_90");
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "family:")) << r.show();
   EXPECT_TRUE(contains(r.out, "direct_exact")) << r.show();
-  EXPECT_TRUE(contains(r.out, "because:   neither sampled (width 12000 vs select.dispatch.sampled_min_width 32768"))
+  EXPECT_TRUE(contains(r.out, "because:   neither sampled (width 20000 vs select.dispatch.sampled_min_width 32768"))
       << r.show();
   EXPECT_TRUE(contains(r.out, "grid")) << r.show();
   EXPECT_TRUE(contains(r.out, "workspace")) << r.show();
@@ -642,7 +642,7 @@ TEST_F(CliTest, PrewarmFailsWhenAPlanIsNotStored) {
   EXPECT_EQ(s.compiled, 1) << off.show();
   EXPECT_EQ(s.failed, 0) << off.show();
   EXPECT_EQ(s.not_stored, 1) << off.show();
-  EXPECT_TRUE(contains(off.out, "small: direct_exact sm_90")) << off.show();
+  EXPECT_TRUE(contains(off.out, "small: short_row sm_90")) << off.show();
   EXPECT_TRUE(contains(off.out, "NOT STORED")) << off.show();
   EXPECT_TRUE(contains(off.err, "1 plan(s) not stored (the disk cache is off): small")) << off.show();
   EXPECT_TRUE(contains(off.err, "--allow-memory-only")) << off.show();

@@ -125,6 +125,8 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
 // statistics, and the opt-in options (endpoint classification among them).
 // split (the sampled body on segments) gets three: plain; K = 1 with every
 // flag, a pitch, scalar loads and no global frontier; K = 8192 opt-in.
+// short_row (registers only: no loads, frontier or opt-in options to vary)
+// gets three: plain; K = 1 with every flag and a pitch; K = 8192 sorted.
 std::vector<Variant> jit_variants() {
   constexpr uint32_t V = SGTOPK_VALUES, S = SGTOPK_SORTED, T = SGTOPK_STARTS, R = SGTOPK_ROUTE_STATS;
   struct Spec {
@@ -162,6 +164,9 @@ std::vector<Variant> jit_variants() {
       {"split", 2048, kLongWidth, 0, 16, 65536},
       {"split", 1, kLongWidth, V | S | T | R, 4, 0, false, kLongWidth + 13},
       {"split", 8192, kLongWidth, S, 16, 65536, true},
+      {"short_row", 2048, kShortWidth, 0, 16, 65536},
+      {"short_row", 1, kShortWidth, V | S | T | R, 16, 65536, false, kShortWidth + 13},
+      {"short_row", 8192, 16384, V | S, 16, 65536},
   };
   std::vector<Variant> out;
   for (const Spec& s : specs)
@@ -294,8 +299,10 @@ TEST(JitPlanner, PicksSampledForManyLongRows) {
   EXPECT_EQ(plan.agent_header, "sgtopk/agent/sampled.cuh");
   EXPECT_EQ(plan.agent, "sgtopk::SampledAgent");
   EXPECT_EQ(plan.entry, "sgtopk_select_sampled");
-  // Narrow rows: the direct family; too few long rows to fill 132 SMs: split.
-  EXPECT_EQ(family_for(2048, 4096, 8192), "direct_exact");
+  // Rows a CTA holds: short_row; wider narrow rows: the direct family; too
+  // few long rows to fill 132 SMs: split.
+  EXPECT_EQ(family_for(2048, 4096, 8192), "short_row");
+  EXPECT_EQ(family_for(2048, 4096, 8193), "direct_exact");
   EXPECT_EQ(family_for(2048, 16, 262144), "split");
 }
 
@@ -318,16 +325,74 @@ TEST(JitPlanner, DispatchBoundaries) {
   EXPECT_EQ(plan_for(2048, 262144, 0, "sm_90", d, "split", 66).reason, "forced (options.family / --family)");
   EXPECT_EQ(family_for(2048, 67, 262144), "direct_exact");
   EXPECT_EQ(family_for(2048, 1, 16384), "split");
-  EXPECT_EQ(family_for(2048, 1, 16383), "direct_exact");  // below select.split.min_width
+  EXPECT_EQ(family_for(2048, 1, 8192), "short_row");  // at most select.short_row.max_width
+  const Policy no_short = edited_policy([](Policy& p) { p.short_row.max_width = 0; });
+  EXPECT_EQ(family_for(2048, 1, 16384, no_short), "split");
+  EXPECT_EQ(family_for(2048, 1, 16383, no_short), "direct_exact");  // below select.split.min_width
   const Policy two = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 2; });
   EXPECT_EQ(family_for(2048, 264, 262144, two), "sampled");
   EXPECT_EQ(family_for(2048, 263, 262144, two), "direct_exact");  // too many rows to split
   const Policy any_rows = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 0; });
   EXPECT_EQ(family_for(2048, 1, 262144, any_rows), "sampled");
   // ... and width > K: a row no longer than K needs no selection.
-  const Policy any_width = edited_policy([](Policy& p) { p.dispatch.sampled_min_width = 0; });
+  const Policy any_width = edited_policy([](Policy& p) {
+    p.dispatch.sampled_min_width = 0;
+    p.short_row.max_width = 0;
+  });
   EXPECT_EQ(family_for(2048, 4096, 2049, any_width), "sampled");
   EXPECT_EQ(family_for(2048, 4096, 2048, any_width), "direct_exact");
+}
+
+// The short-row family: rows up to select.short_row.max_width, in the fewest
+// threads (a power of two, at least min_block_threads) that hold the row in
+// items_per_thread scores each, up to max_block_threads; launches of at most
+// a row per SM in few_rows_items_per_thread each, up to 1024 threads.
+TEST(JitPlanner, ShortRowShapes) {
+  const Policy d = Policy::defaults();
+  ASSERT_EQ(d.short_row.max_width, 8192);
+  ASSERT_EQ(d.short_row.items_per_thread, 16);
+  ASSERT_EQ(d.short_row.min_block_threads, 128);
+  ASSERT_EQ(d.short_row.max_block_threads, 512);
+  ASSERT_EQ(d.short_row.few_rows_items_per_thread, 4);
+  const auto shape_for = [&](int64_t width, int64_t rows) {
+    const Plan plan = plan_for(2048, width, 0, "sm_90", d, "short_row", rows);
+    return std::to_string(plan.block) + "x" + plan.constant("kRegisterItems");
+  };
+  const auto shape = [&](int64_t width) { return shape_for(width, 1000); };
+  EXPECT_EQ(shape_for(100, 132), "128x1");  // at most a row per SM: 4 scores a thread, up to 1024 threads
+  EXPECT_EQ(shape_for(4096, 132), "1024x4");
+  EXPECT_EQ(shape_for(16384, 1), "1024x16");
+  EXPECT_EQ(shape_for(4096, 133), "256x16");
+  EXPECT_EQ(shape(100), "128x1");
+  EXPECT_EQ(shape(2048), "128x16");
+  EXPECT_EQ(shape(2049), "256x9");
+  EXPECT_EQ(shape(4096), "256x16");
+  EXPECT_EQ(shape(8192), "512x16");
+  EXPECT_EQ(shape(8193), "512x17");  // past max_block_threads: more scores a thread
+  EXPECT_EQ(shape(16384), "512x32");
+  const Plan plan = plan_for(2048, 4096, 0, "sm_90", d, "", 65536);
+  EXPECT_EQ(plan.family, "short_row");
+  EXPECT_EQ(plan.grid, 65536u);  // one CTA a row
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_TRUE(contains(plan.reason, "width 4096 <= select.short_row.max_width 8192: one CTA of 256 threads a row"))
+      << plan.reason;
+  const Policy wide = edited_policy([](Policy& p) { p.short_row.max_block_threads = 1024; });
+  EXPECT_EQ(plan_for(2048, 32768, 0, "sm_90", wide, "short_row", 1000).constant("kRegisterItems"), "32");
+  EXPECT_EQ(plan_for(2048, 32768, 0, "sm_90", d, "short_row", 4).constant("kRegisterItems"), "32");  // few rows: 1024
+  for (const auto& [width, policy, limit] : {std::tuple<int64_t, Policy, int>{16385, d, 16384}, {32769, wide, 32768}}) {
+    try {
+      (void)plan_for(2048, width, 0, "sm_90", policy, "short_row", 1000);
+      FAIL() << "a row too wide for the short-row family was planned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
+      EXPECT_TRUE(contains(e.what(), "rows of width " + std::to_string(width) +
+                                         " are too wide for the short_row family (at most " + std::to_string(limit)))
+          << e.what();
+    }
+  }
+  // A max_width past what the CTA holds: the planner passes the family over.
+  const Policy past = edited_policy([](Policy& p) { p.short_row.max_width = 32768; });
+  EXPECT_EQ(family_for(2048, 4096, 20000, past), "direct_exact");
 }
 
 TEST(JitPlanner, ForcingAFamily) {
@@ -341,13 +406,13 @@ TEST(JitPlanner, ForcingAFamily) {
 }
 
 TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
-  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled", "split"}));
+  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled", "split", "short_row"}));
   try {
     (void)plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "sampeld", 4096);
     FAIL() << "an unknown family was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
-    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled, split)")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled, split, short_row)")) << e.what();
   }
 }
 
@@ -628,15 +693,20 @@ TEST(JitVariants, CoverThePlannersAxes) {
   for (const auto& [family, a] : by_family) {
     SCOPED_TRACE(family);
     EXPECT_TRUE(a.ks.count(1) && a.ks.count(2048) && a.ks.count(8192));
-    EXPECT_TRUE(a.long_row && a.values && a.sorted && a.starts && a.route_stats && a.none && a.vec4 && a.vec16 &&
-                a.fglobal0 && a.opt_in);
+    EXPECT_TRUE(a.values && a.sorted && a.starts && a.route_stats && a.none);
+    if (family == "short_row") {
+      EXPECT_TRUE(a.pitch);
+      continue;
+    }
+    EXPECT_TRUE(a.long_row && a.vec4 && a.vec16 && a.fglobal0 && a.opt_in);
   }
   // Only direct_exact has a short-row (register-resident) body.
   const Axes& direct = by_family["direct_exact"];
   EXPECT_EQ(direct.ks, (std::set<int>{1, 7, 2048, 8192}));
   EXPECT_TRUE(direct.short_row);
   EXPECT_TRUE(by_family["sampled"].pitch);
-  EXPECT_LE(variants.size(), 24u) << "each variant is a cold NVRTC compile of several seconds";
+  // The short-row variants compile in well under a second; the others take seconds.
+  EXPECT_LE(variants.size() - 3u, 24u) << "each variant is a cold NVRTC compile of several seconds";
   const Policy defaults = Policy::defaults();
   EXPECT_LE(kShortWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
   EXPECT_GT(kLongWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
@@ -652,7 +722,7 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   ASSERT_EQ(plan.arch, "sm_90");
   // The variant really exercises what its name says.
   const bool register_path = plan.constant("kRegisterItems") != "0";
-  EXPECT_EQ(register_path, plan.family == "direct_exact" && v.width == kShortWidth)
+  EXPECT_EQ(register_path, (plan.family == "direct_exact" && v.width == kShortWidth) || plan.family == "short_row")
       << "kRegisterItems=" << plan.constant("kRegisterItems");
   EXPECT_EQ(plan.constant("kVectorLoads"), v.vector_bytes == 16 ? "true" : "false");
   EXPECT_EQ(plan.constant("kFrontierGlobalCapacity"), std::to_string(v.frontier_global));

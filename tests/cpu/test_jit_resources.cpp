@@ -125,7 +125,10 @@ std::vector<SpillCase> spill_cases() {
       {"sampled_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false},
       {"direct_exact_K2048_rows512_w131072", 2048, 512, 131072, "direct_exact", false},
       {"planner_K2048_rows4096_w262144", 2048, 4096, 262144, "", false},
-      {"planner_K8_rows64_w1000_register_rows", 8, 64, 1000, "", true},
+      {"direct_exact_K8_rows64_w1000_register_rows", 8, 64, 1000, "direct_exact", true},
+      {"planner_K2048_rows65536_w4096_short_row", 2048, 65536, 4096, "short_row", false},
+      {"planner_K2048_rows16384_w8192_short_row", 2048, 16384, 8192, "short_row", false},
+      {"short_row_K2048_rows16_w16384", 2048, 16, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
   };
 }

@@ -81,7 +81,7 @@ TEST(Policy, DefaultsRoundTrip) {
   const std::string text = d.to_toml();
   EXPECT_EQ(sgtopk::detail::parse_policy_string(text), d);
   // Every section and key appears.
-  for (const char* part : {"[select.direct]", "[select.sampled]", "[select.split]", "[select.dispatch]", "[filter]",
+  for (const char* part : {"[select.direct]", "[select.sampled]", "[select.split]", "[select.short_row]", "[select.dispatch]", "[filter]",
                            "[compile]", "stride_wide = 32", "view_block = 16", "primary_margin = 1.5", "secondary_margin = 1.75",
                            "split_counts = [2, 4, 8, 16, 32, 64, 128, 256]", "default_arch = \"sm_90\"", "line_info = false"})
     EXPECT_NE(text.find(part), std::string::npos) << part;

@@ -338,6 +338,7 @@ std::vector<Case> cases() {
     c.width = std::string(body) == "short" ? 12000 : 90000;
     c.flags = SGTOPK_VALUES;
     c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n";
+    c.family = "direct_exact";  // the planner gives rows this short to short_row
     out.push_back(c);
   }
   {  // Block of 256 threads, several workers per SM, no histogram aggregation.
@@ -362,6 +363,7 @@ std::vector<Case> cases() {
     c.policy =
         "[select.direct]\nprefetch_next_chunk = true\nendpoint_classification = true\naggregate_histogram = true\n"
         "prefetch_l2_chunks = 2\n";
+    c.family = "direct_exact";
     out.push_back(c);
   }
   {
@@ -714,6 +716,49 @@ std::vector<Case> split_cases() {
 INSTANTIATE_TEST_SUITE_P(Split, SelectGpu, ::testing::ValuesIn(split_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// The short-row family: the contract suite's rows up to 32768 wide (1024
+// threads x 32 scores) forced through it, then its own shapes: half-row
+// selections, CTAs of one warp, the widest rows it holds, heavy ties at the
+// boundary key (resolved by row-order ranks), K = 8192 sorted, many rows.
+std::vector<Case> short_row_cases() {
+  std::vector<Case> out;
+  for (Case c : contract_cases_through("short_row")) {
+    if (c.width > 32768) continue;
+    if (c.width > 16384) c.policy += "[select.short_row]\nmax_block_threads = 1024\n";  // 1024 x up to 32 scores
+    out.push_back(c);
+  }
+  const auto add = [&](const std::string& name, int k, int64_t rows, int64_t width, uint32_t flags,
+                       const std::string& policy) -> Case& {
+    Case c;
+    c.name = "short_row_" + name;
+    c.family = "short_row";
+    c.k = k;
+    c.rows = rows;
+    c.width = width;
+    c.flags = flags;
+    c.policy = policy;
+    out.push_back(c);
+    return out.back();
+  };
+  add("half_rows", 2048, 600, 4096, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS, "").expect_routes = {
+      SGTOPK_ROUTE_SHORT, SGTOPK_ROUTE_EXACT};
+  add("warp_ctas", 100, 300, 1000, SGTOPK_VALUES | SGTOPK_SORTED,
+      "[select.short_row]\nmin_block_threads = 32\nitems_per_thread = 32\n");
+  add("odd_items", 333, 200, 7000, SGTOPK_VALUES | SGTOPK_STARTS, "[select.short_row]\nitems_per_thread = 7\n");
+  add("width32768", 2048, 64, 32768, SGTOPK_VALUES | SGTOPK_SORTED, "[select.short_row]\nmax_block_threads = 1024\n");
+  add("width16384", 2048, 300, 16384, SGTOPK_VALUES | SGTOPK_STARTS, "");  // 512 x 32
+  add("boundary_ties", 1000, 200, 5000, SGTOPK_VALUES | SGTOPK_SORTED, "").families = {
+      RowFamily::kAllEqual, RowFamily::kBoundaryTies, RowFamily::kTwoValues, RowFamily::kSharedHigh21Bits,
+      RowFamily::kReluPlateau};
+  add("k8192_sorted", 8192, 40, 16384, SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS, "");
+  add("many_half_rows", 2048, 20000, 4096, 0, "").families = {RowFamily::kUniform, RowFamily::kIndexerLike,
+                                                          RowFamily::kBoundaryTies, RowFamily::kReluPlateau};
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShortRow, SelectGpu, ::testing::ValuesIn(short_row_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
 // Host only (runs in CI too): every case that names routes it must exercise
 // does so on the CPU reference under its policy, so a default change (stride,
 // view block, margins) that quietly stops a route-forcing case from forcing
@@ -763,7 +808,7 @@ TEST_P(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   c.k = 512;
   const bool split = c.family == "split";  // few rows, each over several CTAs
   c.rows = split ? 24 : 600;
-  c.width = 40000;
+  c.width = c.family == "short_row" ? 16000 : 40000;
   c.live_rows = c.rows;
   if (split) c.policy = kSplitSmallSegments;
   c.flags = SGTOPK_VALUES;
@@ -844,7 +889,7 @@ TEST_P(SelectGpuGraph, CapturesInCallerStream) {
   sgtopk_plan_destroy(plan);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled", "split"),
+INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled", "split", "short_row"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The fused index transform, per family, unsorted and sorted: the output is
@@ -917,7 +962,7 @@ TEST_P(SelectGpuIndexTransform, WritesTransformedIndices) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, SelectGpuIndexTransform,
-    ::testing::Combine(::testing::Values("direct_exact", "sampled", "split"),
+    ::testing::Combine(::testing::Values("direct_exact", "sampled", "split", "short_row"),
                        ::testing::Values(SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE), ::testing::Bool()),
     [](const ::testing::TestParamInfo<std::tuple<std::string, uint32_t, bool>>& info) {
       return std::get<0>(info.param) + (std::get<1>(info.param) == SGTOPK_INDEX_OFFSETS ? "_offsets" : "_page_table") +
@@ -934,7 +979,7 @@ TEST(SelectGpuLargePitch, RowsPastTwoToThe31Elements) {
   test_context();
   SGTOPK_SEEDED_RNG(rng, "large_pitch");
   const int k = 64;
-  const int64_t rows = 3, width = 40000, pitch = (int64_t{1} << 31) + 37;
+  const int64_t rows = 3, width = 30000, pitch = (int64_t{1} << 31) + 37;
   DeviceBuffer scores(static_cast<size_t>(rows * pitch) * 4);
   scores.fill_u32(0x7f7fffffu);
   std::vector<std::vector<float>> host(static_cast<size_t>(rows));
@@ -947,7 +992,7 @@ TEST(SelectGpuLargePitch, RowsPastTwoToThe31Elements) {
   }
   DeviceBuffer len(lengths.size() * 4), indices(static_cast<size_t>(rows * k) * 4), values(static_cast<size_t>(rows * k) * 4);
   len.upload(lengths);
-  for (const char* family : {"direct_exact", "sampled"}) {
+  for (const char* family : {"direct_exact", "sampled", "split", "short_row"}) {
     SCOPED_TRACE(family);
     Case c;
     c.k = k;

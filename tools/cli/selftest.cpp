@@ -193,7 +193,7 @@ Runner add_selftest(CLI::App& app) {
       ->transform(integer_in(0, 1023, "device"))
       ->group(group);
   sub->add_option("--policy", cmd->request.policy_file, "policy TOML over the defaults")->type_name("FILE")->group(group);
-  sub->add_option("--family", cmd->request.family, "force a kernel family: direct_exact, sampled or split")
+  sub->add_option("--family", cmd->request.family, "force a kernel family: direct_exact, sampled, split or short_row")
       ->type_name("NAME")
       ->group(group);
   return [cmd] { return cmd->run(); };

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 #include "sgtopk/agent/split.cuh"
+#include "sgtopk/agent/short_row.cuh"
 using namespace sgtopk;
 
 #ifndef K_
@@ -73,6 +74,9 @@ using namespace sgtopk;
 #endif
 #ifndef SPLIT
 #define SPLIT 0
+#endif
+#ifndef SHORT_ROW
+#define SHORT_ROW 0  // the short-row family: the row in REG_ITEMS registers a thread (REG_ITEMS * THREADS >= WIDTH_)
 #endif
 #ifndef TRANSFORM
 #define TRANSFORM 0  // the fused index transform: 1 offsets, 2 page table
@@ -222,8 +226,11 @@ int main(int argc, char** argv) {
   std::vector<int> indices(rows * K_, -7);
   std::vector<float> values(rows * K_, 0.f);
   typedef typename std::conditional<
-      SPLIT, SplitAgent<Config>, typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type>::type
+      SHORT_ROW, ShortRowAgent<Config>,
+      typename std::conditional<SPLIT, SplitAgent<Config>,
+                                typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type>::type>::type
       Agent;
+  static_assert(!SHORT_ROW || REG_ITEMS * THREADS >= WIDTH_, "a short row fits its CTA's registers");
   // The split family: one record per row, and one CTA per row and segment,
   // run one after another in a shuffled order (any order is a legal schedule,
   // and it varies which CTA finishes a row).
