@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "runtime/driver.h"
+#include "runtime/plan.h"
+#include "runtime/problem.h"
+#include "runtime/target.h"
 #include "runtime/policy.h"
 #include "reference/sampled_route.h"
 #include "runtime/sampled_view.h"
@@ -36,6 +39,7 @@ struct Case {
   std::string policy;      // TOML overlay
   std::string family;      // forced kernel family; empty: the planner's choice
   std::vector<int> expect_routes;  // SGTOPK_ROUTE_* the inputs must exercise (with SGTOPK_ROUTE_STATS)
+  std::string planned_family;      // the family the planner must choose (with `family` empty)
 };
 
 // gtest prints a parameter with PrintTo: show the case's name, not its bytes.
@@ -203,6 +207,11 @@ void run_case(const Case& c) {
   const int64_t out_pitch = c.out_pitch ? c.out_pitch : c.k;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
+  if (!c.planned_family.empty()) {
+    sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+    ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+    EXPECT_EQ(std::string(info.family), c.planned_family) << c.name << ": the planner chose another family on this GPU";
+  }
   const Inputs in = make_inputs(c, pitch, rng);
   DeviceSet d(c, in, out_pitch);
   ASSERT_EQ(sgtopk_select(plan, &d.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
@@ -758,6 +767,55 @@ std::vector<Case> short_row_cases() {
 
 INSTANTIATE_TEST_SUITE_P(ShortRow, SelectGpu, ::testing::ValuesIn(short_row_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// The planner's own choices: one shape in each family's region of the
+// default policy (for a GPU of 132 SMs, the H200's and sm_90's compile-only
+// count), every row family, the family checked on the plan the GPU got.
+// Every family of the table must be among them (checked on the host below),
+// so none is reachable by the planner without running on the GPU here.
+std::vector<Case> planner_cases() {
+  std::vector<Case> out;
+  const auto add = [&](const std::string& family, int64_t rows, int64_t width, uint32_t flags) {
+    Case c;
+    c.name = "planner_" + family;
+    c.k = 2048;
+    c.rows = rows;
+    c.width = width;
+    c.flags = flags;
+    c.planned_family = family;
+    out.push_back(c);
+  };
+  add("short_row", 600, 4096, SGTOPK_VALUES | SGTOPK_STARTS);
+  add("direct_exact", 300, 20000, SGTOPK_VALUES);
+  add("sampled", 200, 100000, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
+  add("split", 8, 262144, SGTOPK_VALUES | SGTOPK_ROUTE_STATS);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Planner, SelectGpu, ::testing::ValuesIn(planner_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Host only (runs in CI too): the planner cases cover every family of the
+// table, and the planner picks each case's family for a compile-only sm_90
+// target (132 SMs), so a dispatch change that moves a case out of its
+// family's region fails before any GPU time is spent.
+TEST(SelectGpuCases, PlannerCasesCoverEveryFamily) {
+  std::vector<std::string> covered;
+  for (const Case& c : planner_cases()) {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.k = c.k;
+    p.rows = c.rows;
+    p.width = c.width;
+    p.flags = c.flags;
+    const Plan plan = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, "sm_90", "sm_90"), "");
+    EXPECT_EQ(plan.family, c.planned_family) << c.name << " (" << plan.reason << ")";
+    covered.push_back(c.planned_family);
+  }
+  std::vector<std::string> families = select_families();
+  std::sort(families.begin(), families.end());
+  std::sort(covered.begin(), covered.end());
+  EXPECT_EQ(covered, families);
+}
 
 // Host only (runs in CI too): every case that names routes it must exercise
 // does so on the CPU reference under its policy, so a default change (stride,
