@@ -208,6 +208,8 @@ def make_configs(workload, quick, shapes_override=None):
 
 def seed_for(cfg, kind, buffer_index):
     text = "%d|%d|%s|%s|%d" % (cfg["M"], cfg["N"], cfg["lengths"], kind, buffer_index)
+    if "first_len" in cfg:
+        text += "|%d" % cfg["first_len"]
     return zlib.crc32(text.encode()) & 0x7FFFFFFF
 
 
@@ -216,6 +218,8 @@ def make_lengths(cfg, device):
     rule = cfg["lengths"]
     if rule == "causal":     # the last M causal rows of a chunk: row r has N - M + 1 + r
         L = (torch.arange(M, device=device, dtype=torch.int64) + (N - M + 1)).clamp(0, N)
+    elif rule == "causal-from":  # consecutive causal rows from a given length: row r has first_len + r
+        L = (torch.arange(M, device=device, dtype=torch.int64) + cfg["first_len"]).clamp(0, N)
     elif rule == "full":
         L = torch.full((M,), N, device=device, dtype=torch.int64)
     elif rule == "random-half":
