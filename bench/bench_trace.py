@@ -19,7 +19,8 @@ scores, exactness checked on every row, CUDA-graph replays timed, the floor
 measured in the same run). A trace reports the sum of the per-call medians,
 and the sum over steps of one CUDA graph per step holding all the step's
 calls back to back (each call on its own plan; one score buffer shared by the
-step's calls, sized for the largest). Writes DIR/trace-<name>-<date>-<commit>.json
+step's calls, sized for the largest, each row generated valid up to the
+longest length a call gives it). Writes DIR/trace-<name>-<date>-<commit>.json
 and .md.
 """
 
@@ -105,9 +106,13 @@ def time_steps(ctx, calls, kind):
         try:
             with torch.cuda.stream(stream):
                 lengths = [bs.make_lengths(c, dev) for c in group]
+                # Buffer row i serves row i of every call: generated valid up to the longest
+                # length any call gives it, so no call's valid part holds the poisoned suffix.
+                longest = torch.zeros(widest["M"], dtype=torch.int32, device=dev)
+                for L in lengths:
+                    longest[: L.numel()] = torch.maximum(longest[: L.numel()], L)
                 buf = torch.empty(widest["M"] * widest["N"], dtype=torch.float32, device=dev)
-                bs.generate_scores(buf.view(widest["M"], widest["N"]), lengths[group.index(widest)], kind,
-                                   bs.seed_for(widest, kind, 0), K)
+                bs.generate_scores(buf.view(widest["M"], widest["N"]), longest, kind, bs.seed_for(widest, kind, 0), K)
                 idx = torch.empty(max(c["M"] for c in group) * K, dtype=torch.int32, device=dev)
             args = []
             for c, L in zip(group, lengths):
@@ -203,8 +208,6 @@ def main(argv=None):
             "%.3f" % t["sum_of_call_medians_ms"] if t["sum_of_call_medians_ms"] is not None else "-",
             "%.3f" % t["sum_of_floors_ms"] if t["sum_of_floors_ms"] is not None else "-",
             "%.3f" % t["graph_per_step_ms"] if t["graph_per_step_ms"] is not None else "-", time.perf_counter() - t0)
-        with open(base + ".md", "a") as f:
-            f.write("\n" + line + "\n")
         print(line, flush=True)
         print(mrr.summary_line(doc), flush=True)
     return status

@@ -6,7 +6,7 @@
 bench/results/ keeps one record (a .json and its .md) per workload: the
 operator matrix with the planner's choice and with `--family direct_exact`
 (tag direct-ablation), few-long-rows, many-short-rows, k-sweep, margin-sweep,
-stride-sweep. Older records live in git history. For every (workload, tag)
+stride-sweep, robustness, and the framework traces of bench_trace.py. Older records live in git history. For every (workload, tag)
 the latest file (by its date, then the time its run finished, then
 modification time) gives the table; a group with more than one file is
 reported on stderr, so the older one can be deleted. Also the Markdown
@@ -139,6 +139,15 @@ def render_table(doc, heading_level=2):
     out.append("Exact: %d of %d; errors: %d; skipped: %d. Geometric mean speedup over torch.topk: %s (min %s)." % (
         s["exact"], s["considered"], s["errors"], s["skipped"], _fmt(s["geomean_speedup_vs_torch"], 2),
         _fmt(s["min_speedup_vs_torch"], 2)))
+    t = doc.get("trace")
+    if t:  # bench_trace.py: what the trace costs as a whole
+        out.append("Trace: %s calls in %s steps, sum of call medians **%s ms** (floor %s ms, %s x); one CUDA graph per "
+                   "step: %s." % (t.get("calls"), t.get("steps"), _fmt(t.get("sum_of_call_medians_ms"), 3),
+                                  _fmt(t.get("sum_of_floors_ms"), 3),
+                                  _fmt(t["sum_of_call_medians_ms"] / t["sum_of_floors_ms"], 2)
+                                  if t.get("sum_of_call_medians_ms") and t.get("sum_of_floors_ms") else "-",
+                                  ("%s ms" % _fmt(t["graph_per_step_ms"], 3)) if t.get("graph_per_step_ms") is not None
+                                  else "not measured (%s)" % t.get("graph_per_step_note", "-")))
     return "\n".join(out) + "\n"
 
 
