@@ -7,12 +7,14 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -30,8 +32,6 @@ constexpr size_t kHeaderBytes = 40;
 constexpr size_t kHeaderHashedBytes = 32;  // the header checksum covers the fields before it
 // A manifest is a few hundred bytes; anything far larger is garbage, not a real entry.
 constexpr uint32_t kMaxManifestBytes = 1u << 20;
-// Cubins are a few hundred KB; a larger file is not read (nor allocated for).
-constexpr uint64_t kMaxEntryBytes = uint64_t{64} << 20;
 // Temporary files older than this in an entry's directory were left by a
 // process that died mid-store.
 constexpr auto kOrphanAge = std::chrono::minutes(10);
@@ -111,6 +111,43 @@ void sweep_orphans(const fs::path& dir) {
 
 }  // namespace
 
+std::string entry_problem(const std::vector<char>& bytes, const std::string* manifest, size_t* manifest_bytes_out) {
+  std::string why;
+  size_t manifest_bytes = 0;
+  uint64_t payload_bytes = 0;
+  if (bytes.size() < kHeaderBytes) {
+    why = "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " + std::to_string(kHeaderBytes) +
+          "-byte header";
+  } else if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    why = "bad magic (not an sgtopk cache entry)";
+  } else if (const uint64_t version = get_le(bytes.data() + 8, 4); version != static_cast<uint64_t>(kCacheFormatVersion)) {
+    why = "format version " + std::to_string(version) + ", expected " + std::to_string(kCacheFormatVersion);
+  } else {
+    manifest_bytes = static_cast<size_t>(get_le(bytes.data() + 12, 4));
+    payload_bytes = get_le(bytes.data() + 16, 8);
+    const uint64_t available = bytes.size() - kHeaderBytes;
+    const std::string_view stored(bytes.data() + kHeaderBytes, std::min<uint64_t>(manifest_bytes, available));
+    if (manifest_bytes > kMaxManifestBytes || payload_bytes > available || manifest_bytes > available - payload_bytes) {
+      why = "truncated or corrupt header: it declares " + std::to_string(manifest_bytes) + " manifest + " +
+            std::to_string(payload_bytes) + " payload bytes but the file holds " + std::to_string(available);
+    } else if (manifest_bytes + payload_bytes != available) {
+      why = "size mismatch: " + std::to_string(available - manifest_bytes - payload_bytes) + " unexpected trailing bytes";
+    } else if (header_checksum(bytes.data(), bytes.data() + kHeaderBytes, manifest_bytes) != get_le(bytes.data() + 32, 8)) {
+      why = "header checksum mismatch";
+    } else if (manifest != nullptr && stored != *manifest) {
+      why = "manifest differs from the requested kernel's (stale entry or key collision)";
+    } else if (manifest == nullptr && stored.substr(0, 22) != "sgtopk-cache-manifest\n") {
+      why = "the manifest is not an sgtopk cache manifest";
+    } else if (payload_bytes == 0) {
+      why = "empty payload";
+    } else if (XXH3_64bits(bytes.data() + kHeaderBytes + manifest_bytes, payload_bytes) != get_le(bytes.data() + 24, 8)) {
+      why = "payload checksum mismatch";
+    }
+  }
+  if (manifest_bytes_out != nullptr) *manifest_bytes_out = manifest_bytes;
+  return why;
+}
+
 DiskCache::EntryLock& DiskCache::EntryLock::operator=(EntryLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
@@ -184,7 +221,7 @@ std::optional<std::vector<char>> DiskCache::load(const CacheKey& key, const std:
   if (!enabled_) return std::nullopt;
   const fs::path path = entry_path(key);
 
-  FileBytes file = read_regular_file(path, kMaxEntryBytes, /*follow_links=*/false);
+  FileBytes file = read_regular_file(path, kMaxCacheEntryBytes, /*follow_links=*/false);
   if (file.missing) return std::nullopt;
   const struct stat st = file.st;
   std::string untrusted;
@@ -198,37 +235,12 @@ std::optional<std::vector<char>> DiskCache::load(const CacheKey& key, const std:
   std::vector<char>& bytes = file.bytes;
 
   // Validate; any failure names its reason.
-  std::string why;
   size_t manifest_bytes = 0;
-  uint64_t payload_bytes = 0;
-  if (bytes.size() < kHeaderBytes) {
-    why = "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " + std::to_string(kHeaderBytes) +
-          "-byte header";
-  } else if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    why = "bad magic (not an sgtopk cache entry)";
-  } else if (const uint64_t version = get_le(bytes.data() + 8, 4); version != static_cast<uint64_t>(kCacheFormatVersion)) {
-    why = "format version " + std::to_string(version) + ", expected " + std::to_string(kCacheFormatVersion);
-  } else {
-    manifest_bytes = static_cast<size_t>(get_le(bytes.data() + 12, 4));
-    payload_bytes = get_le(bytes.data() + 16, 8);
-    const uint64_t available = bytes.size() - kHeaderBytes;
-    if (manifest_bytes > kMaxManifestBytes || payload_bytes > available || manifest_bytes > available - payload_bytes) {
-      why = "truncated or corrupt header: it declares " + std::to_string(manifest_bytes) + " manifest + " +
-            std::to_string(payload_bytes) + " payload bytes but the file holds " + std::to_string(available);
-    } else if (manifest_bytes + payload_bytes != available) {
-      why = "size mismatch: " + std::to_string(available - manifest_bytes - payload_bytes) + " unexpected trailing bytes";
-    } else if (header_checksum(bytes.data(), bytes.data() + kHeaderBytes, manifest_bytes) != get_le(bytes.data() + 32, 8)) {
-      why = "header checksum mismatch";
-    } else if (std::string_view(bytes.data() + kHeaderBytes, manifest_bytes) != manifest) {
-      why = "manifest differs from the requested kernel's (stale entry or key collision)";
-    } else if (payload_bytes == 0) {
-      why = "empty payload";
-    } else if (XXH3_64bits(bytes.data() + kHeaderBytes + manifest_bytes, payload_bytes) != get_le(bytes.data() + 24, 8)) {
-      why = "payload checksum mismatch";
-    }
-  }
-
+  const std::string why = entry_problem(bytes, &manifest, &manifest_bytes);
   if (why.empty()) {
+    // The last-use stamp `sgtopk cache prune` orders entries by (best effort;
+    // a read-only cache keeps its stamps).
+    if (writable_) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
     const auto begin = bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + manifest_bytes);
     return std::vector<char>(begin, bytes.end());
   }

@@ -1,5 +1,6 @@
 // The on-disk cubin cache: one file per key, published atomically, verified on
-// every load.
+// every load; a load stamps the entry's modification time (its last use, by
+// which `sgtopk cache prune` orders entries).
 //
 // Layout: <dir>/<first 2 hex digits of the key>/<32 hex digits>.sgtopkbin
 // (the two-digit fan-out keeps directories small for large caches). Temporary
@@ -36,6 +37,16 @@
 namespace sgtopk::detail {
 
 inline constexpr char kCacheEntryExtension[] = ".sgtopkbin";
+
+// Why an entry file's bytes are not a valid entry, or "" when they are: the
+// magic, the format version, the sizes, the header and payload checksums,
+// and the manifest: equal to `*manifest` when given, else an sgtopk manifest.
+// `manifest_bytes` (optional) receives the stored manifest's size.
+std::string entry_problem(const std::vector<char>& bytes, const std::string* manifest, size_t* manifest_bytes = nullptr);
+
+// Entries hold at most this many bytes (cubins are a few hundred KB); a larger
+// file is not read, nor allocated for.
+inline constexpr uint64_t kMaxCacheEntryBytes = uint64_t{64} << 20;
 
 class DiskCache {
  public:

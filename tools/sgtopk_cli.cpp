@@ -94,7 +94,8 @@ int run_cli(int argc, char** argv) {
                                    {"policy", add_policy},
                                    {"env", add_env},
                                    {"selftest", add_selftest},
-                                   {"simulate", add_simulate}}) {
+                                   {"simulate", add_simulate},
+                                   {"cache", add_cache}}) {
     Runner run = add(app);
     commands.emplace_back(app.get_subcommand(name), std::move(run));
   }

@@ -22,6 +22,7 @@
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
 #include "cache/kernel_cache.h"
+#include "cache/maintenance.h"
 #include "runtime/error.h"
 #include "runtime/knobs.h"
 #include "support/test_support.h"
@@ -786,3 +787,99 @@ TEST_F(CacheTest, ThrowingCompileReachesEveryWaiter) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------ maintenance ----
+
+namespace {
+
+void set_mtime(const fs::path& p, time_t seconds) {
+  const struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << p;
+}
+
+}  // namespace
+
+// `sgtopk cache` (cache/maintenance.h): the listing orders entries by last
+// use, verify finds a damaged one, a load stamps its entry's last use, prune
+// removes the least recently used first (and old temporaries), an entry
+// whose lock a process holds is kept, and nothing that is not the cache's
+// own is touched.
+TEST_F(CacheTest, MaintenanceListsVerifiesPrunesAndClears) {
+  DiskCache disk(dir_, false);
+  std::vector<CacheKey> keys;
+  std::vector<std::string> manifests;
+  for (int i = 0; i < 3; ++i) {
+    CacheKeyInputs in = inputs_;
+    in.source += "// entry " + std::to_string(i);
+    keys.push_back(make_cache_key(in));
+    manifests.push_back(make_manifest(in));
+    ASSERT_TRUE(disk.store(keys.back(), manifests.back(), make_payload(1000 + 100 * i, i)));
+    set_mtime(disk.entry_path(keys.back()), 1000000 + 1000 * i);  // entry 0 used longest ago
+  }
+  { std::ofstream(dir_ / "notes.txt") << "not the cache's"; }
+  const fs::path temporary = disk.entry_path(keys[2]).string() + ".tmp.1.2.3";
+  { std::ofstream(temporary) << "left by a store that died"; }
+  set_mtime(temporary, 1000000);
+  { std::ofstream(disk.entry_path(keys[1]).string() + ".lock"); }
+
+  CacheListing l = list_cache(dir_);
+  ASSERT_TRUE(l.exists);
+  ASSERT_EQ(l.entries.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(l.entries[static_cast<size_t>(i)].key_hex, keys[static_cast<size_t>(i)].hex());
+  uint64_t bytes = 0;
+  for (const auto& e : l.entries) bytes += fs::file_size(e.path);
+  EXPECT_EQ(l.entry_bytes, bytes);
+  EXPECT_EQ(l.locks, 1);
+  EXPECT_EQ(l.temporaries, 1);
+  EXPECT_TRUE(l.problems.empty());
+  for (const auto& e : l.entries) EXPECT_EQ(verify_cache_entry(e.path), "") << e.path;
+
+  // A damaged payload byte: verify names it; nothing is removed by verify.
+  const fs::path damaged = disk.entry_path(keys[1]);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(damaged) - 1));
+    f.put('\x5a');
+  }
+  EXPECT_EQ(verify_cache_entry(damaged), "payload checksum mismatch");
+  EXPECT_TRUE(fs::exists(damaged));
+
+  // Loading entry 0 makes it the most recently used.
+  ASSERT_TRUE(disk.load(keys[0], manifests[0]).has_value());
+  l = list_cache(dir_);
+  ASSERT_EQ(l.entries.size(), 3u);
+  EXPECT_EQ(l.entries.back().key_hex, keys[0].hex());
+
+  // Prune to entry 0's size: entries 1 and 2 go (least recently used), so
+  // does the old temporary; entry 0, the lock and the foreign file stay.
+  const uint64_t keep = fs::file_size(disk.entry_path(keys[0]));
+  const CacheRemoval pruned = prune_cache(dir_, keep);
+  EXPECT_EQ(pruned.removed, 2);
+  EXPECT_EQ(pruned.kept_bytes, keep);
+  EXPECT_EQ(pruned.removed_other, 1);
+  EXPECT_TRUE(pruned.errors.empty());
+  EXPECT_TRUE(fs::exists(disk.entry_path(keys[0])));
+  EXPECT_FALSE(fs::exists(disk.entry_path(keys[1])));
+  EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_TRUE(fs::exists(dir_ / "notes.txt"));
+
+  // An entry being compiled (its lock held) survives a clear; once released
+  // it goes, with the locks and the emptied fan-out directories.
+  {
+    const DiskCache::EntryLock held = disk.lock_entry(keys[0], 1.0);
+    ASSERT_TRUE(held.held());
+    const CacheRemoval cleared = clear_cache(dir_);
+    EXPECT_EQ(cleared.removed, 0);
+    EXPECT_TRUE(fs::exists(disk.entry_path(keys[0])));
+  }
+  const CacheRemoval cleared = clear_cache(dir_);
+  EXPECT_EQ(cleared.removed, 1);
+  EXPECT_EQ(cleared.kept_bytes, 0u);
+  l = list_cache(dir_);
+  EXPECT_TRUE(l.entries.empty());
+  EXPECT_EQ(l.locks, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "notes.txt"));
+  EXPECT_FALSE(fs::exists(disk.entry_path(keys[0]).parent_path()));
+
+  EXPECT_FALSE(list_cache(root_ / "missing").exists);
+}

@@ -483,6 +483,58 @@ TEST_F(CliTest, PlanRejectsAKThatDoesNotFitInt32) {
 
 // --------------------------------------------------------------- prewarm ----
 
+// ------------------------------------------------------------------ cache ----
+
+// `sgtopk cache`: stat and verify after a compile, a damaged entry named by
+// verify (exit 1), prune and clear, and the error paths (a missing
+// directory, a missing --max-bytes, no action: exit 2 with a message).
+TEST_F(CliTest, CacheStatVerifyPruneClear) {
+  ASSERT_EQ(run("plan --k 64 --rows 4 --width 4096 --arch sm_90").exit_code, 0);
+  ASSERT_EQ(run("plan --k 64 --rows 400 --width 40000 --arch sm_90").exit_code, 0);
+  const auto entries = cache_entries(cache_);
+  ASSERT_EQ(entries.size(), 2u);
+
+  const CliResult stat = run("cache stat");
+  ASSERT_EQ(stat.exit_code, 0) << stat.show();
+  EXPECT_TRUE(contains(stat.out, "entries       2")) << stat.show();
+  const CliResult good = run("cache verify");
+  EXPECT_EQ(good.exit_code, 0) << good.show();
+  EXPECT_TRUE(contains(good.out, "verified 2 entries")) << good.show();
+  EXPECT_TRUE(contains(good.out, "2 valid, 0 invalid")) << good.show();
+
+  {
+    std::fstream f(entries.front(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+  }
+  const CliResult bad = run("cache verify --dir " + shell_quote(cache_.string()));
+  EXPECT_EQ(bad.exit_code, 1) << bad.show();
+  EXPECT_TRUE(contains(bad.out, "INVALID " + entries.front().string() + ": ")) << bad.show();
+  EXPECT_TRUE(contains(bad.out, "1 valid, 1 invalid")) << bad.show();
+
+  const CliResult no_limit = run("cache prune");
+  EXPECT_EQ(no_limit.exit_code, 2) << no_limit.show();
+  EXPECT_TRUE(contains(no_limit.err, "--max-bytes is required")) << no_limit.show();
+  const CliResult no_action = run("cache");
+  EXPECT_EQ(no_action.exit_code, 2) << no_action.show();
+  const CliResult missing = run("cache verify --dir " + shell_quote((root_ / "missing").string()));
+  EXPECT_EQ(missing.exit_code, 2) << missing.show();
+  EXPECT_TRUE(contains(missing.err, "missing: no such cache directory")) << missing.show();
+
+  const CliResult pruned = run("cache prune --max-bytes 0");
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.show();
+  EXPECT_TRUE(contains(pruned.out, "removed 2 entries")) << pruned.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+  ASSERT_EQ(run("plan --k 64 --rows 4 --width 4096 --arch sm_90").exit_code, 0);
+  const CliResult cleared = run("cache clear");
+  EXPECT_EQ(cleared.exit_code, 0) << cleared.show();
+  EXPECT_TRUE(contains(cleared.out, "removed 1 entries")) << cleared.show();
+  EXPECT_TRUE(cache_entries(cache_).empty());
+  const CliResult empty = run("cache stat --dir " + shell_quote((root_ / "missing").string()));
+  EXPECT_EQ(empty.exit_code, 0) << empty.show();
+  EXPECT_TRUE(contains(empty.out, "no such directory (nothing cached)")) << empty.show();
+}
+
 TEST_F(CliTest, PrewarmColdWarmAndAfterACorruptedEntry) {
   const fs::path manifest = deployment_manifest();
   SCOPED_TRACE("manifest " + manifest.string());

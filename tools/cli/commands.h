@@ -73,5 +73,6 @@ Runner add_policy(CLI::App& app);
 Runner add_env(CLI::App& app);
 Runner add_selftest(CLI::App& app);
 Runner add_simulate(CLI::App& app);
+Runner add_cache(CLI::App& app);
 
 }  // namespace sgtopk::cli
