@@ -808,6 +808,44 @@ TEST_F(CliTest, SimulateRejectsAnUnknownFamilyNamingTheKnownOnes) {
     EXPECT_TRUE(contains(r.err, known)) << known << "\n" << r.show();
 }
 
+// A grid of policies from an experiment TOML: one line per combination (the
+// first key varies slowest), all decided on the same rows; a bad file is a
+// usage error naming the file, the line and the key.
+TEST_F(CliTest, SimulateGridOfPolicies) {
+  write_text(root_ / "grid.toml",
+             "# strides x margins\n[grid]\n\"select.sampled.stride_narrow\" = [16, 64]\n"
+             "\"select.sampled.primary_margin\" = [1.25, 1.5]\n");
+  const CliResult r = run("simulate --rows 8 --width 20000 --k 256 --family uniform --grid " +
+                          shell_quote((root_ / "grid.toml").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "4 policies from")) << r.show();
+  for (const char* word : {"primary%", "a/K50", "a/K99", "reads"}) EXPECT_TRUE(contains(r.out, word)) << word << "\n" << r.show();
+  const size_t first = r.out.find("primary_margin=1.25 stride_narrow=16"),
+               last = r.out.find("primary_margin=1.5 stride_narrow=64");
+  EXPECT_NE(first, std::string::npos) << r.show();
+  EXPECT_NE(last, std::string::npos) << r.show();
+  EXPECT_LT(first, last) << r.show();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.-]+ +[0-9.-]+ +[0-9.-]+ +1\.[0-9]{3}  primary_margin=1.5 stride_narrow=64\n)")))
+      << r.show();
+
+  const auto expect_usage_error = [&](const std::string& text, const std::vector<std::string>& parts) {
+    write_text(root_ / "bad.toml", text);
+    const CliResult bad = run("simulate --rows 2 --width 20000 --k 256 --grid " + shell_quote((root_ / "bad.toml").string()));
+    EXPECT_EQ(bad.exit_code, 2) << text << "\n" << bad.show();
+    for (const std::string& part : parts) EXPECT_TRUE(contains(bad.err, part)) << part << "\n" << bad.show();
+  };
+  const std::string bad = (root_ / "bad.toml").string();
+  expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = 16\n",
+                     {bad + ":2:", "grid.select.sampled.stride_narrow: expected a non-empty array"});
+  expect_usage_error("[grid]\n\"select.sampled.stride_narow\" = [16]\n", {bad + " (grid point stride_narow=16)", "stride_narow"});
+  expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = [0]\n", {"select.sampled.stride_narrow = 0 is out of range"});
+  expect_usage_error("[select.sampled]\nstride_narrow = 16\n", {"an experiment file holds only a [grid] table"});
+  expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]\n"
+                     "\"select.sampled.primary_margin\" = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5]\n",
+                     {"more than 256 policies"});
+  expect_usage_error("[grid]\n", {"nothing to vary"});
+}
+
 // ------------------------------------------------------ degraded cache ----
 
 TEST_F(CliTest, UnusableCacheDirWarnsOnceAndStillPlans) {

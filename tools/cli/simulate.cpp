@@ -5,6 +5,7 @@
 // the sampled family's traffic (ALGORITHM.md, table 2) before any kernel runs.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <exception>
@@ -16,10 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include <toml++/toml.h>
+
+#include <unistd.h>
+
 #include "reference/row_families.h"
 #include "reference/sampled_route.h"
 #include "runtime/error.h"
 #include "runtime/policy.h"
+#include "runtime/toml_input.h"
 #include "tools/cli/commands.h"
 
 namespace sgtopk::cli {
@@ -80,10 +86,169 @@ void print_tally(const char* name, const RouteTally& t, int k) {
               pct(t.band), pct(t.exact), pct(t.short_rows), admitted, stride);
 }
 
+// One policy of an experiment grid: its label ("key=value ...") and policy.
+struct GridPolicy {
+  std::string label;
+  detail::Policy policy;
+};
+
+constexpr size_t kMaxGridPolicies = 256;
+
+// A grid value as TOML text ("" when it is not one a policy key takes).
+std::string toml_text(const toml::node& v) {
+  if (const auto* i = v.as_integer()) return std::to_string(i->get());
+  if (const auto* b = v.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* f = v.as_floating_point()) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", f->get());
+    std::string t = text;
+    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // a float stays a float (inf/nan: the range check)
+    return t;
+  }
+  if (const auto* s = v.as_string()) {
+    const std::string& t = s->get();
+    if (t.find_first_of("\"\\\n") != std::string::npos) return "";
+    return "\"" + t + "\"";
+  }
+  if (const auto* a = v.as_array()) {
+    std::string t = "[";
+    for (const toml::node& e : *a) {
+      if (!e.is_integer()) return "";
+      t += (t.size() > 1 ? ", " : "") + toml_text(e);
+    }
+    return t + "]";
+  }
+  return "";
+}
+
+// An experiment TOML: a [grid] table of dotted policy keys, each an array of
+// the values to try; every combination is one policy over `base`, validated
+// as a policy file is (the error names the file, the grid point and the key).
+std::vector<GridPolicy> read_grid(const std::string& path, const detail::Policy& base) {
+  const std::string text = read_config_file(path);
+  toml::table doc;
+  try {
+    doc = detail::parse_ascii_toml(text, path, SGTOPK_ERROR_POLICY);
+  } catch (const detail::Error& e) {
+    throw UsageError(e.what());
+  }
+  struct Axis {
+    std::string section, key;
+    std::vector<std::string> values;  // TOML text
+  };
+  std::vector<Axis> axes;
+  auto where = [&](const toml::node& n) {
+    return path + ":" + std::to_string(n.source().begin.line) + ":" + std::to_string(n.source().begin.column) + ": ";
+  };
+  for (const auto& [name, node] : doc) {
+    if (name.str() != "grid" || !node.is_table())
+      throw UsageError(where(node) + std::string(name.str()) + ": an experiment file holds only a [grid] table");
+    for (const auto& [dotted, values] : *node.as_table()) {
+      const std::string key(dotted.str());
+      const size_t dot = key.rfind('.');
+      const auto* array = values.as_array();
+      if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
+        throw UsageError(where(values) + "grid." + key + ": a grid key is a dotted policy key, e.g. \"select.sampled.stride_wide\"");
+      if (array == nullptr || array->empty())
+        throw UsageError(where(values) + "grid." + key + ": expected a non-empty array of the values to try, got " +
+                         detail::toml_value_text(values));
+      Axis axis{key.substr(0, dot), key.substr(dot + 1), {}};
+      for (const toml::node& v : *array) {
+        const std::string text = toml_text(v);
+        if (text.empty())
+          throw UsageError(where(v) + "grid." + key + ": a value must be an integer, a number, a boolean, a string or "
+                           "an array of integers, got " + detail::toml_value_text(v));
+        axis.values.push_back(text);
+      }
+      axes.push_back(std::move(axis));
+    }
+  }
+  if (axes.empty()) throw UsageError(path + ": no [grid] keys: nothing to vary");
+  size_t combinations = 1;
+  for (const Axis& a : axes) {
+    combinations *= a.values.size();
+    if (combinations > kMaxGridPolicies)
+      throw UsageError(path + ": the grid has more than " + std::to_string(kMaxGridPolicies) + " policies");
+  }
+  std::vector<GridPolicy> out;
+  for (size_t c = 0; c < combinations; ++c) {
+    // Axis values of combination c (the first axis varies slowest), grouped
+    // by section so each table header appears once.
+    std::vector<std::pair<std::string, std::string>> lines;  // section, "key = value"
+    std::string label;
+    size_t rest = c, stride = combinations;
+    for (const Axis& a : axes) {
+      stride /= a.values.size();
+      const std::string& v = a.values[rest / stride];
+      rest %= stride;
+      lines.emplace_back(a.section, a.key + " = " + v);
+      label += (label.empty() ? "" : " ") + a.key + "=" + v;
+    }
+    std::stable_sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::string overlay, section;
+    for (const auto& [sec, line] : lines) {
+      if (sec != section) overlay += "[" + (section = sec) + "]\n";
+      overlay += line + "\n";
+    }
+    try {
+      out.push_back({label, detail::parse_policy_string(overlay, path + " (grid point " + label + ")", base)});
+    } catch (const detail::Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  return out;
+}
+
+// The rows' routes under one policy, pooled over the families: the rates,
+// the certified rows' candidates (admitted / K), and the predicted reads of
+// a row in units of its length (ALGORITHM.md table 2: primary 1 + v, band
+// 2 + v, exact 3 + v, v the view's share of the row; short rows read none).
+struct GridTally {
+  RouteTally routes;
+  std::vector<float> admitted_per_k;
+  double reads = 0.0;
+  int64_t selecting_rows = 0;
+
+  void add(const SampledDecision& d, int64_t len, int k) {
+    routes.add(d);
+    if (d.route == SampledDecision::kShort) return;
+    ++selecting_rows;
+    const double v = len > 0 ? static_cast<double>(d.view_size) / static_cast<double>(len) : 0.0;
+    reads += (d.route == SampledDecision::kPrimary ? 1.0 : d.route == SampledDecision::kBand ? 2.0 : 3.0) + v;
+    if (d.route == SampledDecision::kPrimary || d.route == SampledDecision::kBand)
+      admitted_per_k.push_back(static_cast<float>(d.admitted()) / static_cast<float>(k));
+  }
+  void merge(const GridTally& o) {
+    routes.merge(o.routes);
+    admitted_per_k.insert(admitted_per_k.end(), o.admitted_per_k.begin(), o.admitted_per_k.end());
+    reads += o.reads;
+    selecting_rows += o.selecting_rows;
+  }
+};
+
+void print_grid_line(const GridPolicy& g, GridTally& t) {
+  auto pct = [&](int64_t n) {
+    return t.routes.rows ? 100.0 * static_cast<double>(n) / static_cast<double>(t.routes.rows) : 0.0;
+  };
+  std::sort(t.admitted_per_k.begin(), t.admitted_per_k.end());
+  auto quantile = [&](double q) -> std::string {
+    if (t.admitted_per_k.empty()) return "-";
+    const size_t i = std::min(t.admitted_per_k.size() - 1, static_cast<size_t>(q * static_cast<double>(t.admitted_per_k.size())));
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", t.admitted_per_k[i]);
+    return text;
+  };
+  char reads[32] = "-";
+  if (t.selecting_rows > 0) std::snprintf(reads, sizeof reads, "%.3f", t.reads / static_cast<double>(t.selecting_rows));
+  std::printf("%8.1f %6.1f %6.1f %6s %6s %6s %6s  %s\n", pct(t.routes.primary), pct(t.routes.band), pct(t.routes.exact),
+              quantile(0.5).c_str(), quantile(0.9).c_str(), quantile(0.99).c_str(), reads, g.label.c_str());
+}
+
 struct SimulateCommand {
   ProblemOptions problem;
   std::string family = "indexer_like";
   std::string policy_file;
+  std::string grid_file;
   bool causal = false;
 
   int run() {
@@ -120,6 +285,7 @@ struct SimulateCommand {
         throw UsageError(e.what());
       }
     }
+    const std::vector<GridPolicy> grid = grid_file.empty() ? std::vector<GridPolicy>{} : read_grid(grid_file, policy);
     const detail::SelectSampledPolicy& sp = policy.sampled;
 
     // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
@@ -142,7 +308,8 @@ struct SimulateCommand {
     const size_t threads =
         std::min({static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())), tasks, memory_threads});
     std::vector<std::vector<RouteTally>> partial(threads, std::vector<RouteTally>(families.size()));
-    std::atomic<size_t> next{0};
+    std::vector<std::vector<GridTally>> grid_partial(threads, std::vector<GridTally>(grid.size()));
+    std::atomic<size_t> next{0}, done{0};
     std::exception_ptr error;  // the first one a worker met (a row that did not fit in memory): rethrown below
     std::mutex error_lock;
     auto worker = [&](size_t t) {
@@ -154,7 +321,11 @@ struct SimulateCommand {
           const int64_t len = length_of(i);
           const std::vector<float> row = rf::make_row(families[fi], len, k, rng);
           // The row id is the row's index in the launch, as on the GPU.
-          partial[t][fi].add(reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), sp));
+          if (grid.empty()) partial[t][fi].add(reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), sp));
+          for (size_t g = 0; g < grid.size(); ++g)
+            grid_partial[t][g].add(
+                reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), grid[g].policy.sampled), len, k);
+          ++done;
         }
       } catch (...) {
         next = tasks;  // the others stop too
@@ -168,9 +339,35 @@ struct SimulateCommand {
     } catch (const std::system_error& e) {
       std::fprintf(stderr, "sgtopk simulate: warning: started %zu of %zu threads: %s\n", pool.size(), threads, e.what());
     }
+    // A progress bar on a terminal (not in logs), from this thread.
+    if (!pool.empty() && ::isatty(STDERR_FILENO)) {
+      for (size_t d = done; d < tasks && !error; d = done) {
+        const int filled = static_cast<int>(40 * d / tasks);
+        std::fprintf(stderr, "\r[%s%s] %zu/%zu rows", std::string(static_cast<size_t>(filled), '#').c_str(),
+                     std::string(static_cast<size_t>(40 - filled), '.').c_str(), d, tasks);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      std::fprintf(stderr, "\r%60s\r", "");
+    }
     if (pool.empty()) worker(0);
     for (auto& th : pool) th.join();
     if (error) std::rethrow_exception(error);
+
+    if (!grid.empty()) {
+      std::printf("%zu policies from %s over %s (%zu rows):\n", grid.size(), grid_file.c_str(),
+                  families.size() > 1 ? "every row family" : rf::family_name(families[0]), tasks);
+      std::printf("%8s %6s %6s %6s %6s %6s %6s  %s\n", "primary%", "band%", "exact%", "a/K50", "a/K90", "a/K99", "reads",
+                  "policy");
+      for (size_t g = 0; g < grid.size(); ++g) {
+        GridTally t;
+        for (auto& part : grid_partial) t.merge(part[g]);
+        print_grid_line(grid[g], t);
+      }
+      std::printf("exact%% includes rows whose view is too small; a/K: the certified rows' candidates over K (median, "
+                  "90th, 99th percentile); reads: predicted reads of a selecting row in units of its length "
+                  "(ALGORITHM.md table 2: 1, 2 or 3 passes plus the view).\n");
+      return 0;
+    }
 
     std::printf("%-20s %6s %8s %6s %6s %6s %11s %7s\n", "family", "rows", "primary%", "band%", "exact%", "short%",
                 "admitted/K", "stride");
@@ -201,6 +398,10 @@ Runner add_simulate(CLI::App& app) {
   sub->add_option("--policy", cmd->policy_file, "policy TOML over the defaults (its [select.sampled] keys)")
       ->type_name("FILE");
   sub->add_flag("--causal", cmd->causal, "row i sees width - rows + 1 + i keys (prefill)");
+  sub->add_option("--grid", cmd->grid_file,
+                  "experiment TOML: a [grid] table of dotted policy keys, each an array of values; every combination\n"
+                  "is one policy over --policy (at most 256), all decided on the same rows")
+      ->type_name("FILE");
   return [cmd] { return cmd->run(); };
 }
 
