@@ -36,6 +36,7 @@ struct DriverApi {
   X(cuMemAlloc, cuMemAlloc_v2)                             \
   X(cuMemFree, cuMemFree_v2)                               \
   X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                         \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2)                         \
   X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                         \
   X(cuMemsetD32, cuMemsetD32_v2)                           \
   X(cuMemsetD8, cuMemsetD8_v2)                             \

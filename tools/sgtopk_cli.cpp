@@ -95,6 +95,8 @@ int run_cli(int argc, char** argv) {
                                    {"env", add_env},
                                    {"selftest", add_selftest},
                                    {"simulate", add_simulate},
+                                   {"replay", add_replay},
+                                   {"capture", add_capture},
                                    {"cache", add_cache}}) {
     Runner run = add(app);
     commands.emplace_back(app.get_subcommand(name), std::move(run));

@@ -846,6 +846,80 @@ TEST_F(CliTest, SimulateGridOfPolicies) {
   expect_usage_error("[grid]\n", {"nothing to vary"});
 }
 
+// -------------------------------------------------------- capture, replay ----
+
+namespace {
+
+// A .npy file (format 1.0) with `dict` as its header and `data` bytes after it.
+void write_npy_bytes(const fs::path& path, std::string dict, const std::string& data) {
+  dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+  dict += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(dict.size() & 0xff);
+  bytes += static_cast<char>(dict.size() >> 8);
+  write_text(path, bytes + dict + data);
+}
+
+}  // namespace
+
+// capture writes what numpy.load reads (checked byte by byte here: float32,
+// C order, the shape); replay checks its files before it needs a GPU, and
+// each bad file is a usage error naming it and what is wrong.
+TEST_F(CliTest, CaptureAndReplayFiles) {
+  const fs::path scores = root_ / "s.npy", lengths = root_ / "l.npy";
+  const CliResult cap = run("capture --rows 6 --width 5000 --k 100 --family uniform --causal --out " +
+                            shell_quote(scores.string()) + " --lengths-out " + shell_quote(lengths.string()));
+  ASSERT_EQ(cap.exit_code, 0) << cap.show();
+  const std::string head = read_text(scores).substr(0, 128);
+  EXPECT_EQ(head.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  EXPECT_TRUE(contains(head, "{'descr': '<f4', 'fortran_order': False, 'shape': (6, 5000), }")) << head;
+  EXPECT_EQ(fs::file_size(scores), 128u + 6u * 5000u * 4u);
+  EXPECT_TRUE(contains(read_text(lengths).substr(0, 128), "'descr': '<i4', 'fortran_order': False, 'shape': (6,), }"));
+
+  const CliResult ok = run("replay " + shell_quote(scores.string()) + " --lengths " + shell_quote(lengths.string()) + " --k 100");
+  EXPECT_EQ(ok.exit_code, 0) << ok.show();
+  EXPECT_TRUE(contains(ok.out, "replay: ")) << ok.show();  // skipped without a driver; on a GPU: exact and timed
+  if (contains(ok.out, "skipped")) {
+    EXPECT_TRUE(contains(ok.out, "no CUDA driver")) << ok.show();
+  } else {
+    EXPECT_TRUE(contains(ok.out, "exact")) << ok.show();
+  }
+
+  const std::string f32x2x3 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  const std::string six_floats(24, '\0');
+  const auto expect_bad = [&](const std::string& name, const std::string& args, const std::string& message) {
+    const CliResult r = run("replay " + args);
+    EXPECT_EQ(r.exit_code, 2) << name << "\n" << r.show();
+    EXPECT_TRUE(contains(r.err, message)) << name << ": " << message << "\n" << r.show();
+  };
+  expect_bad("missing", shell_quote((root_ / "missing.npy").string()), "missing.npy: cannot read");
+  write_text(root_ / "garbage.npy", "not numpy");
+  expect_bad("garbage", shell_quote((root_ / "garbage.npy").string()), "garbage.npy: not a .npy file");
+  write_npy_bytes(root_ / "f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", std::string(48, '\0'));
+  expect_bad("float64", shell_quote((root_ / "f8.npy").string()), "dtype <f8 is not supported");
+  write_npy_bytes(root_ / "fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", six_floats);
+  expect_bad("fortran", shell_quote((root_ / "fortran.npy").string()), "Fortran order is not supported");
+  write_npy_bytes(root_ / "short.npy", f32x2x3, six_floats.substr(4));
+  expect_bad("truncated", shell_quote((root_ / "short.npy").string()), "holds 20 bytes of data but its shape and dtype need 24");
+  write_npy_bytes(root_ / "flat.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", six_floats);
+  expect_bad("1-D", shell_quote((root_ / "flat.npy").string()), "scores must be a 2-D array");
+  write_npy_bytes(root_ / "ok.npy", f32x2x3, six_floats);
+  write_npy_bytes(root_ / "len_f4.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
+  expect_bad("float lengths", shell_quote((root_ / "ok.npy").string()) + " --lengths " + shell_quote((root_ / "len_f4.npy").string()),
+             "lengths must be integers");
+  const std::string lengths_4_9 = std::string("\x04\0\0\0\x09\0\0\0", 8);
+  write_npy_bytes(root_ / "len_big.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", lengths_4_9);
+  expect_bad("lengths past the width", shell_quote((root_ / "ok.npy").string()) + " --lengths " + shell_quote((root_ / "len_big.npy").string()),
+             "lengths[0] = 4 is out of range 0..3");
+  write_npy_bytes(root_ / "len_3.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", std::string(24, '\0'));
+  expect_bad("lengths count", shell_quote((root_ / "ok.npy").string()) + " --lengths " + shell_quote((root_ / "len_3.npy").string()),
+             "lengths must be a 1-D array of 2 values");
+  const CliResult no_file = run("replay");
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.show();
+}
+
 // ------------------------------------------------------ degraded cache ----
 
 TEST_F(CliTest, UnusableCacheDirWarnsOnceAndStillPlans) {

@@ -74,5 +74,7 @@ Runner add_env(CLI::App& app);
 Runner add_selftest(CLI::App& app);
 Runner add_simulate(CLI::App& app);
 Runner add_cache(CLI::App& app);
+Runner add_replay(CLI::App& app);
+Runner add_capture(CLI::App& app);
 
 }  // namespace sgtopk::cli

@@ -1,0 +1,32 @@
+// NumPy .npy files (format versions 1 to 3), as numpy.save and torch users
+// write them: little-endian float32, int32 or int64, C order. What `sgtopk
+// replay` reads and `sgtopk capture` writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sgtopk::cli {
+
+struct NpyArray {
+  std::string dtype;            // "<f4", "<i4" or "<i8"
+  std::vector<int64_t> shape;
+  std::vector<char> data;       // shape's product x the dtype's size, C order
+  int64_t elements() const;
+};
+
+// Reads `path`; throws UsageError naming the path and what is wrong (not a
+// .npy file, another dtype or byte order, Fortran order, a size that does not
+// match the shape, more than `max_bytes` of data).
+NpyArray read_npy(const std::string& path, uint64_t max_bytes);
+
+// Writes a new file (version 1.0 header); throws UsageError on failure.
+void write_npy(const std::string& path, const std::string& dtype, const std::vector<int64_t>& shape, const void* data);
+
+// An integer array (int32 or int64) of `n` values, each in [lo, hi], as int32;
+// throws UsageError naming `what` and the path.
+std::vector<int32_t> npy_int32_values(const NpyArray& a, const std::string& what, const std::string& path, int64_t n,
+                                      int64_t lo, int64_t hi);
+
+}  // namespace sgtopk::cli
