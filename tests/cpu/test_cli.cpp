@@ -617,6 +617,33 @@ TEST_F(CliTest, PrewarmHonoursEveryManifestKeyAndThePolicy) {
   EXPECT_TRUE(contains(defaults.out, "(compiled now)")) << defaults.show();
 }
 
+// A manifest naming several architectures: every plan compiled for each
+// (its name marked with the arch); an arch listed twice or an empty list is
+// an error naming the line; --arch replaces the list.
+TEST_F(CliTest, PrewarmSeveralArchitectures) {
+  write_text(root_ / "archs.toml",
+             "arch = [\"sm_90\", \"sm_80\"]\n[[plan]]\nname = \"small\"\nk = 64\nrows = 4\nwidth = 4096\n");
+  const CliResult r = run("prewarm " + shell_quote((root_ / "archs.toml").string()) + " --jobs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "small @sm_90: short_row sm_90")) << r.show();
+  EXPECT_TRUE(contains(r.out, "small @sm_80: short_row sm_80")) << r.show();
+  EXPECT_TRUE(contains(r.out, "prewarm summary: 2 plans")) << r.show();
+  const CliResult one = run("prewarm " + shell_quote((root_ / "archs.toml").string()) + " --arch sm_90");
+  ASSERT_EQ(one.exit_code, 0) << one.show();
+  EXPECT_TRUE(contains(one.out, "prewarm summary: 1 plans")) << one.show();
+  EXPECT_TRUE(contains(one.out, "small: short_row sm_90")) << one.show();
+
+  write_text(root_ / "twice.toml", "arch = [\"sm_90\", \"sm_90\"]\n[[plan]]\nk = 64\nrows = 4\nwidth = 4096\n");
+  const CliResult twice = run("prewarm " + shell_quote((root_ / "twice.toml").string()));
+  EXPECT_EQ(twice.exit_code, 2) << twice.show();
+  EXPECT_TRUE(contains(twice.err, "twice.toml:1:")) << twice.show();
+  EXPECT_TRUE(contains(twice.err, "arch[1]: 'sm_90' is listed twice")) << twice.show();
+  write_text(root_ / "none.toml", "arch = []\n[[plan]]\nk = 64\nrows = 4\nwidth = 4096\n");
+  const CliResult none = run("prewarm " + shell_quote((root_ / "none.toml").string()));
+  EXPECT_EQ(none.exit_code, 2) << none.show();
+  EXPECT_TRUE(contains(none.err, "arch: expected a string or a non-empty array of strings")) << none.show();
+}
+
 TEST_F(CliTest, PrewarmRejectsAnUnknownKey) {
   write_text(root_ / "bad.toml",
              "arch = \"sm_90\"\n[[plan]]\nname = \"typo\"\nk = 8\nrows = 4\nwidth = 1000\nwdith = 2000\n");

@@ -1,7 +1,7 @@
 // Fuzz target: the CLI's deployment-manifest parser
 // (sgtopk::cli::parse_manifest_toml, tools/cli/config_files.h): returns a
 // Manifest with at least one plan, each with k, rows and width, only SGTOPK_*
-// flag bits and no empty string, or throws Error(SGTOPK_ERROR_INVALID_ARGUMENT).
+// flag bits, no empty string and no arch twice, or throws Error(SGTOPK_ERROR_INVALID_ARGUMENT).
 #include "fuzz_cli_toml.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -10,7 +10,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [](std::string_view text) { return sgtopk::cli::parse_manifest_toml(text, "<fuzz>"); },
       [](const sgtopk::cli::Manifest& m) {
         if (m.plans.empty()) sgtopk_fuzz::finding("manifest", "a manifest without plans was accepted");
-        if ((m.arch && m.arch->empty()) || (m.policy && m.policy->empty()))
+        bool empty_arch = false;
+        for (size_t i = 0; i < m.archs.size(); ++i) {
+          empty_arch |= m.archs[i].empty();
+          for (size_t j = 0; j < i; ++j)
+            if (m.archs[j] == m.archs[i]) sgtopk_fuzz::finding("manifest", "an arch listed twice was accepted");
+        }
+        if (empty_arch || (m.policy && m.policy->empty()))
           sgtopk_fuzz::finding("manifest", "an empty arch or policy was accepted");
         for (const sgtopk::cli::ProblemSpec& p : m.plans) {
           if (!p.k || !p.rows || !p.width)

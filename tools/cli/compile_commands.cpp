@@ -119,12 +119,17 @@ struct PrewarmCommand {
   int run() {
     const Manifest manifest = parsed([&] { return parse_manifest_toml(read_config_file(manifest_path), manifest_path); });
     const std::filesystem::path base = std::filesystem::path(manifest_path).parent_path();
-    const std::string plan_arch = !arch.empty() ? arch : manifest.arch.value_or("sm_90");
+    // --arch replaces the manifest's list; a plan is compiled for each arch.
+    const std::vector<std::string> archs =
+        !arch.empty() ? std::vector<std::string>{arch}
+                      : manifest.archs.empty() ? std::vector<std::string>{"sm_90"} : manifest.archs;
     const std::string plan_policy = !policy.empty() ? policy : manifest.policy ? (base / *manifest.policy).string() : "";
     std::vector<Request> requests;
-    for (const ProblemSpec& spec : manifest.plans) {
+    for (const std::string& plan_arch : archs)
+    for (size_t i = 0; i < manifest.plans.size(); ++i) {
+      const ProblemSpec& spec = manifest.plans[i];
       Request r;
-      r.name = spec.name.value_or("plan " + std::to_string(requests.size() + 1));
+      r.name = spec.name.value_or("plan " + std::to_string(i + 1)) + (archs.size() > 1 ? " @" + plan_arch : "");
       r.arch = plan_arch;
       r.policy_file = plan_policy;
       r.family = spec.family.value_or("");

@@ -158,7 +158,21 @@ Manifest parse_manifest_toml(std::string_view text, const std::string& source_na
   for (const auto& [key, node] : doc) {
     const std::string_view k = key.str();
     if (k == "arch") {
-      m.arch = string_of(node, "arch", issues);
+      if (const toml::array* list = node.as_array()) {
+        if (list->empty()) issues.add(node.source(), "arch", "expected a string or a non-empty array of strings, got []");
+        size_t i = 0;
+        for (const toml::node& entry : *list) {
+          const std::string dotted = "arch[" + std::to_string(i++) + "]";
+          if (auto a = string_of(entry, dotted, issues)) {
+            if (std::find(m.archs.begin(), m.archs.end(), *a) != m.archs.end())
+              issues.add(entry.source(), dotted, "'" + *a + "' is listed twice");
+            else
+              m.archs.push_back(*a);
+          }
+        }
+      } else if (auto a = string_of(node, "arch", issues)) {
+        m.archs.push_back(*a);
+      }
     } else if (k == "policy") {
       m.policy = string_of(node, "policy", issues);
     } else if (k == "plan") {

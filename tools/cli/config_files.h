@@ -36,12 +36,12 @@ struct ProblemSpec {
 // optional here: the command line may give the rest.
 ProblemSpec parse_problem_toml(std::string_view text, const std::string& source_name);
 
-// A deployment manifest: optional `arch` and `policy` (strings; the policy
-// path as written, relative to the manifest), then one or more [[plan]]
-// tables with the keys of a problem file, of which k, rows and width are
-// required.
+// A deployment manifest: optional `arch` (a string, or an array of distinct
+// strings: every plan is compiled for each) and `policy` (a string: the path
+// as written, relative to the manifest), then one or more [[plan]] tables
+// with the keys of a problem file, of which k, rows and width are required.
 struct Manifest {
-  std::optional<std::string> arch;
+  std::vector<std::string> archs;  // empty: none given
   std::optional<std::string> policy;
   std::vector<ProblemSpec> plans;
 };
