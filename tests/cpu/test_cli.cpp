@@ -867,6 +867,8 @@ TEST_F(CliTest, SimulateGridOfPolicies) {
   expect_usage_error("[grid]\n\"select.sampled.stride_narow\" = [16]\n", {bad + " (grid point stride_narow=16)", "stride_narow"});
   expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = [0]\n", {"select.sampled.stride_narrow = 0 is out of range"});
   expect_usage_error("[select.sampled]\nstride_narrow = 16\n", {"an experiment file holds only a [grid] table"});
+  expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = [64, 64, 128]\n",
+                     {bad + ":2:", "grid.select.sampled.stride_narrow: 64 is listed twice"});
   expect_usage_error("[grid]\n\"select.sampled.stride_narrow\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]\n"
                      "\"select.sampled.primary_margin\" = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5]\n",
                      {"more than 256 policies"});

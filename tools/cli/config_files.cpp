@@ -8,10 +8,12 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <tuple>
 
 #include "runtime/error.h"
+#include "runtime/policy.h"
 #include "runtime/toml_input.h"
 
 namespace sgtopk::cli {
@@ -126,7 +128,109 @@ ProblemSpec read_problem(const toml::table& t, const std::string& prefix, Issues
   return p;
 }
 
+// A grid value as TOML text ("" when it is not one a policy key takes).
+std::string grid_value_text(const toml::node& v) {
+  if (const auto* i = v.as_integer()) return std::to_string(i->get());
+  if (const auto* b = v.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* f = v.as_floating_point()) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", f->get());
+    std::string t = text;
+    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // a float stays a float (inf/nan: the range check)
+    return t;
+  }
+  if (const auto* s = v.as_string()) {
+    const std::string& t = s->get();
+    if (t.find_first_of("\"\\\n\r") != std::string::npos) return "";
+    return "\"" + t + "\"";
+  }
+  if (const auto* a = v.as_array()) {
+    std::string t = "[";
+    for (const toml::node& e : *a) {
+      if (!e.is_integer()) return "";
+      t += (t.size() > 1 ? ", " : "") + grid_value_text(e);
+    }
+    return t + "]";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<PolicyGridPoint> parse_policy_grid(std::string_view text, const std::string& source_name,
+                                               const detail::Policy& base) {
+  const toml::table doc = parse_toml(text, source_name);
+  Issues issues(source_name);
+  struct Axis {
+    std::string section, key;
+    std::vector<std::string> values;  // TOML text
+  };
+  std::vector<Axis> axes;
+  for (const auto& [name, node] : doc) {
+    if (name.str() != "grid" || !node.is_table()) {
+      issues.add(node.source(), std::string(name.str()), "an experiment file holds only a [grid] table");
+      continue;
+    }
+    for (const auto& [dotted, values] : *node.as_table()) {
+      const std::string key(dotted.str());
+      const size_t dot = key.rfind('.');
+      const auto* array = values.as_array();
+      if (dot == std::string::npos || dot == 0 || dot + 1 == key.size()) {
+        issues.add(values.source(), "grid." + key, "a grid key is a dotted policy key, e.g. \"select.sampled.stride_wide\"");
+        continue;
+      }
+      if (array == nullptr || array->empty()) {
+        issues.add(values.source(), "grid." + key, "expected a non-empty array of the values to try, got " + got(values));
+        continue;
+      }
+      Axis axis{key.substr(0, dot), key.substr(dot + 1), {}};
+      for (const toml::node& v : *array) {
+        const std::string value = grid_value_text(v);
+        if (value.empty())
+          issues.add(v.source(), "grid." + key,
+                     "a value must be an integer, a number, a boolean, a string or an array of integers, got " + got(v));
+        else if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end())
+          issues.add(v.source(), "grid." + key, value + " is listed twice");
+        else
+          axis.values.push_back(value);
+      }
+      if (!axis.values.empty()) axes.push_back(std::move(axis));
+    }
+  }
+  if (axes.empty() && issues.empty()) issues.add("", "no [grid] keys: nothing to vary");
+  size_t combinations = 1;
+  for (const Axis& a : axes) {
+    combinations *= a.values.size();
+    if (combinations > kMaxPolicyGridPoints) {
+      issues.add("", "the grid has more than " + std::to_string(kMaxPolicyGridPoints) + " policies");
+      break;
+    }
+  }
+  issues.raise_if_any();
+  std::vector<PolicyGridPoint> out;
+  for (size_t c = 0; c < combinations; ++c) {
+    // Axis values of combination c (the first axis varies slowest), grouped
+    // by section so each table header appears once.
+    std::vector<std::pair<std::string, std::string>> lines;  // section, "key = value"
+    std::string label;
+    size_t rest = c, stride = combinations;
+    for (const Axis& a : axes) {
+      stride /= a.values.size();
+      const std::string& v = a.values[rest / stride];
+      rest %= stride;
+      lines.emplace_back(a.section, a.key + " = " + v);
+      label += (label.empty() ? "" : " ") + a.key + "=" + v;
+    }
+    std::stable_sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::string overlay, section;
+    for (const auto& [sec, line] : lines) {
+      if (sec != section) overlay += "[" + (section = sec) + "]\n";
+      overlay += line + "\n";
+    }
+    out.push_back({label, detail::parse_policy_string(overlay, source_name + " (grid point " + label + ")", base)});
+  }
+  return out;
+}
 
 ProblemSpec parse_problem_toml(std::string_view text, const std::string& source_name) {
   const toml::table doc = parse_toml(text, source_name);

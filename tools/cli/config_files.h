@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/policy.h"
+
 namespace sgtopk::cli {
 
 // One problem as a file writes it; a key not written is empty.
@@ -46,5 +48,20 @@ struct Manifest {
   std::vector<ProblemSpec> plans;
 };
 Manifest parse_manifest_toml(std::string_view text, const std::string& source_name);
+
+// An experiment file (`sgtopk simulate --grid`): one [grid] table of dotted
+// policy keys, each an array of the values to try; every combination (at most
+// kMaxPolicyGridPoints, the first key varying slowest) is one policy over
+// `base`, validated as a policy file is. Grid problems are reported together
+// (SGTOPK_ERROR_INVALID_ARGUMENT); a combination the policy rules refuse
+// throws the policy parser's error (SGTOPK_ERROR_POLICY), which names the
+// grid point and the key.
+inline constexpr size_t kMaxPolicyGridPoints = 256;
+struct PolicyGridPoint {
+  std::string label;  // "key=value key=value"
+  detail::Policy policy;
+};
+std::vector<PolicyGridPoint> parse_policy_grid(std::string_view text, const std::string& source_name,
+                                               const detail::Policy& base);
 
 }  // namespace sgtopk::cli

@@ -17,16 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include <unistd.h>
 
 #include "reference/row_families.h"
 #include "reference/sampled_route.h"
 #include "runtime/error.h"
 #include "runtime/policy.h"
-#include "runtime/toml_input.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config_files.h"
 
 namespace sgtopk::cli {
 namespace {
@@ -86,119 +84,6 @@ void print_tally(const char* name, const RouteTally& t, int k) {
               pct(t.band), pct(t.exact), pct(t.short_rows), admitted, stride);
 }
 
-// One policy of an experiment grid: its label ("key=value ...") and policy.
-struct GridPolicy {
-  std::string label;
-  detail::Policy policy;
-};
-
-constexpr size_t kMaxGridPolicies = 256;
-
-// A grid value as TOML text ("" when it is not one a policy key takes).
-std::string toml_text(const toml::node& v) {
-  if (const auto* i = v.as_integer()) return std::to_string(i->get());
-  if (const auto* b = v.as_boolean()) return b->get() ? "true" : "false";
-  if (const auto* f = v.as_floating_point()) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.17g", f->get());
-    std::string t = text;
-    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // a float stays a float (inf/nan: the range check)
-    return t;
-  }
-  if (const auto* s = v.as_string()) {
-    const std::string& t = s->get();
-    if (t.find_first_of("\"\\\n") != std::string::npos) return "";
-    return "\"" + t + "\"";
-  }
-  if (const auto* a = v.as_array()) {
-    std::string t = "[";
-    for (const toml::node& e : *a) {
-      if (!e.is_integer()) return "";
-      t += (t.size() > 1 ? ", " : "") + toml_text(e);
-    }
-    return t + "]";
-  }
-  return "";
-}
-
-// An experiment TOML: a [grid] table of dotted policy keys, each an array of
-// the values to try; every combination is one policy over `base`, validated
-// as a policy file is (the error names the file, the grid point and the key).
-std::vector<GridPolicy> read_grid(const std::string& path, const detail::Policy& base) {
-  const std::string text = read_config_file(path);
-  toml::table doc;
-  try {
-    doc = detail::parse_ascii_toml(text, path, SGTOPK_ERROR_POLICY);
-  } catch (const detail::Error& e) {
-    throw UsageError(e.what());
-  }
-  struct Axis {
-    std::string section, key;
-    std::vector<std::string> values;  // TOML text
-  };
-  std::vector<Axis> axes;
-  auto where = [&](const toml::node& n) {
-    return path + ":" + std::to_string(n.source().begin.line) + ":" + std::to_string(n.source().begin.column) + ": ";
-  };
-  for (const auto& [name, node] : doc) {
-    if (name.str() != "grid" || !node.is_table())
-      throw UsageError(where(node) + std::string(name.str()) + ": an experiment file holds only a [grid] table");
-    for (const auto& [dotted, values] : *node.as_table()) {
-      const std::string key(dotted.str());
-      const size_t dot = key.rfind('.');
-      const auto* array = values.as_array();
-      if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
-        throw UsageError(where(values) + "grid." + key + ": a grid key is a dotted policy key, e.g. \"select.sampled.stride_wide\"");
-      if (array == nullptr || array->empty())
-        throw UsageError(where(values) + "grid." + key + ": expected a non-empty array of the values to try, got " +
-                         detail::toml_value_text(values));
-      Axis axis{key.substr(0, dot), key.substr(dot + 1), {}};
-      for (const toml::node& v : *array) {
-        const std::string text = toml_text(v);
-        if (text.empty())
-          throw UsageError(where(v) + "grid." + key + ": a value must be an integer, a number, a boolean, a string or "
-                           "an array of integers, got " + detail::toml_value_text(v));
-        axis.values.push_back(text);
-      }
-      axes.push_back(std::move(axis));
-    }
-  }
-  if (axes.empty()) throw UsageError(path + ": no [grid] keys: nothing to vary");
-  size_t combinations = 1;
-  for (const Axis& a : axes) {
-    combinations *= a.values.size();
-    if (combinations > kMaxGridPolicies)
-      throw UsageError(path + ": the grid has more than " + std::to_string(kMaxGridPolicies) + " policies");
-  }
-  std::vector<GridPolicy> out;
-  for (size_t c = 0; c < combinations; ++c) {
-    // Axis values of combination c (the first axis varies slowest), grouped
-    // by section so each table header appears once.
-    std::vector<std::pair<std::string, std::string>> lines;  // section, "key = value"
-    std::string label;
-    size_t rest = c, stride = combinations;
-    for (const Axis& a : axes) {
-      stride /= a.values.size();
-      const std::string& v = a.values[rest / stride];
-      rest %= stride;
-      lines.emplace_back(a.section, a.key + " = " + v);
-      label += (label.empty() ? "" : " ") + a.key + "=" + v;
-    }
-    std::stable_sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::string overlay, section;
-    for (const auto& [sec, line] : lines) {
-      if (sec != section) overlay += "[" + (section = sec) + "]\n";
-      overlay += line + "\n";
-    }
-    try {
-      out.push_back({label, detail::parse_policy_string(overlay, path + " (grid point " + label + ")", base)});
-    } catch (const detail::Error& e) {
-      throw UsageError(e.what());
-    }
-  }
-  return out;
-}
-
 // The rows' routes under one policy, pooled over the families: the rates,
 // the certified rows' candidates (admitted / K), and the predicted reads of
 // a row in units of its length (ALGORITHM.md table 2: primary 1 + v, band
@@ -226,7 +111,7 @@ struct GridTally {
   }
 };
 
-void print_grid_line(const GridPolicy& g, GridTally& t) {
+void print_grid_line(const PolicyGridPoint& g, GridTally& t) {
   auto pct = [&](int64_t n) {
     return t.routes.rows ? 100.0 * static_cast<double>(n) / static_cast<double>(t.routes.rows) : 0.0;
   };
@@ -285,7 +170,14 @@ struct SimulateCommand {
         throw UsageError(e.what());
       }
     }
-    const std::vector<GridPolicy> grid = grid_file.empty() ? std::vector<GridPolicy>{} : read_grid(grid_file, policy);
+    std::vector<PolicyGridPoint> grid;
+    if (!grid_file.empty()) {
+      try {
+        grid = parse_policy_grid(read_config_file(grid_file), grid_file, policy);
+      } catch (const detail::Error& e) {
+        throw UsageError(e.what());
+      }
+    }
     const detail::SelectSampledPolicy& sp = policy.sampled;
 
     // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
