@@ -60,6 +60,10 @@ struct Request {
 };
 sgtopk_compile_options options_for(const Request& r);
 
+// The "Compile" options of the commands that run on a GPU (selftest, replay):
+// --device, --policy, --family, into `r`.
+void add_gpu_compile_options(CLI::App* sub, Request& r);
+
 // A manifest, problem or policy file's text: a regular file of at most
 // 1 MiB (as a policy file), opened without blocking (a FIFO is refused, not waited on).
 // Throws UsageError naming the path.

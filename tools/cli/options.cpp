@@ -108,6 +108,18 @@ sgtopk_compile_options options_for(const Request& r) {
   return o;
 }
 
+void add_gpu_compile_options(CLI::App* sub, Request& r) {
+  const std::string group = "Compile";
+  sub->add_option("--device", r.device, "CUDA device (default 0)")
+      ->type_name("N")
+      ->transform(integer_in(0, 1023, "device"))
+      ->group(group);
+  sub->add_option("--policy", r.policy_file, "policy TOML over the defaults")->type_name("FILE")->group(group);
+  sub->add_option("--family", r.family, "force a kernel family: direct_exact, sampled, split or short_row")
+      ->type_name("NAME")
+      ->group(group);
+}
+
 std::string read_config_file(const std::string& path) {
   // The library's reader (cache/files.h): a regular file of at most 1 MiB,
   // opened without blocking, so a FIFO or a device is refused, not waited on.

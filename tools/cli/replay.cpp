@@ -118,11 +118,7 @@ Runner add_replay(CLI::App& app) {
   sub->add_flag("--values", cmd->values, "also write the selected scores");
   sub->add_flag("--sorted", cmd->sorted, "order each row by value, descending");
   sub->add_flag("--route-stats", cmd->route_stats, "print the route each row took");
-  sub->add_option("--policy", cmd->request.policy_file, "policy TOML over the defaults")->type_name("FILE");
-  sub->add_option("--family", cmd->request.family, "force a kernel family")->type_name("NAME");
-  sub->add_option("--device", cmd->request.device, "CUDA device (default 0)")
-      ->type_name("N")
-      ->transform(integer_in(0, 1023, "device"));
+  add_gpu_compile_options(sub, cmd->request);
   return [cmd] { return cmd->run(); };
 }
 

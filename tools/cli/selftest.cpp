@@ -85,15 +85,7 @@ Runner add_selftest(CLI::App& app) {
   cmd->problem.add(sub, ProblemOptions::Set::shape_pitch_flags, 2048, 512, 131072);
   // Rows start at int32 offsets: the pitch fits in int32 here.
   cmd->problem.pitch_opt->check(integer_in(0, INT32_MAX, "pitch"));  // after the general one
-  const std::string group = "Compile";
-  sub->add_option("--device", cmd->request.device, "CUDA device (default 0)")
-      ->type_name("N")
-      ->transform(integer_in(0, 1023, "device"))
-      ->group(group);
-  sub->add_option("--policy", cmd->request.policy_file, "policy TOML over the defaults")->type_name("FILE")->group(group);
-  sub->add_option("--family", cmd->request.family, "force a kernel family: direct_exact, sampled, split or short_row")
-      ->type_name("NAME")
-      ->group(group);
+  add_gpu_compile_options(sub, cmd->request);
   return [cmd] { return cmd->run(); };
 }
 
