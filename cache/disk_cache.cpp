@@ -32,9 +32,6 @@ constexpr size_t kHeaderBytes = 40;
 constexpr size_t kHeaderHashedBytes = 32;  // the header checksum covers the fields before it
 // A manifest is a few hundred bytes; anything far larger is garbage, not a real entry.
 constexpr uint32_t kMaxManifestBytes = 1u << 20;
-// Temporary files older than this in an entry's directory were left by a
-// process that died mid-store.
-constexpr auto kOrphanAge = std::chrono::minutes(10);
 
 void put_le(char* dst, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xFF);

@@ -26,6 +26,7 @@
 // The file size must be exactly 40 + M + P.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -43,6 +44,10 @@ inline constexpr char kCacheEntryExtension[] = ".sgtopkbin";
 // and the manifest: equal to `*manifest` when given, else an sgtopk manifest.
 // `manifest_bytes` (optional) receives the stored manifest's size.
 std::string entry_problem(const std::vector<char>& bytes, const std::string* manifest, size_t* manifest_bytes = nullptr);
+
+// Temporary files older than this in an entry's directory were left by a
+// process that died mid-store (a store takes milliseconds).
+inline constexpr std::chrono::minutes kOrphanAge{10};
 
 // Entries hold at most this many bytes (cubins are a few hundred KB); a larger
 // file is not read, nor allocated for.

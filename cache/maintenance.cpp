@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <system_error>
 
 #include "cache/disk_cache.h"
@@ -103,7 +105,8 @@ CacheRemoval remove_entries(const fs::path& dir, uint64_t max_bytes, bool locks_
   r.kept_bytes = total;
   std::vector<std::string> ignored;
   for_each_cache_file(dir, ignored, [&](Kind kind, const fs::path& path, const std::string&, const struct stat& st) {
-    if (kind == Kind::temporary && (locks_too || ::time(nullptr) - st.st_mtim.tv_sec > 600)) {
+    const auto age = std::chrono::seconds(::time(nullptr) - st.st_mtim.tv_sec);
+    if (kind == Kind::temporary && (locks_too || age > kOrphanAge)) {
       if (::unlink(path.c_str()) == 0) ++r.removed_other;
     } else if (kind == Kind::lock && locks_too) {
       if (remove_unheld_lock(path)) ++r.removed_other;
