@@ -32,7 +32,7 @@ enum class RowFamily {
   kAscending,         // sorted ascending (top at the end)
   kDescending,        // sorted descending (top at the start)
   kReluPlateau,       // most exactly 0.0, fewer than K positives: the K-th value is 0
-  kPeriodic64,        // top values at a fixed phase of period 64 (defeats stride-64 sampling)
+  kPeriodic64,        // top values at a fixed phase of period 64 (hides from a view with one phase per row)
   kPeriodic128,       // same with period 128
   kPackedRuns,        // the top-K packed into a few short contiguous runs
   kBimodal,           // two well-separated modes, a minority in the upper one

@@ -56,7 +56,7 @@ float fine_endpoint(const float* row, const SampledDecision& decision, uint32_t 
   const SubBins sub = SubBins::of(coarse_bin_lower_endpoint(bin), coarse_bin_lower_endpoint(bin + 1));
   std::array<int64_t, 1024> digits{};
   for (int64_t j = 0; j < decision.view_size; ++j) {
-    const float x = row[view_position(j, decision.phase, decision.stride, decision.block)];
+    const float x = row[view_position(j, decision.seed, decision.stride, decision.block)];
     if (coarse_key(x) == bin) ++digits[sub.digit(x)];
   }
   int64_t cumulative = 0;
@@ -85,14 +85,14 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
   SampledDecision d;
   d.stride = sample_stride(len, k, policy);
   d.block = view_block_for_rank(k, policy);
-  d.phase = sample_phase(row_id, d.stride) * static_cast<uint32_t>(d.block);
+  d.seed = view_seed(row_id);
   d.q0 = sample_rank(policy.primary_margin, k, d.stride);
   d.q1 = sample_rank(policy.secondary_margin, k, d.stride);
   if (len <= k) {
     d.route = SampledDecision::kShort;
     return d;
   }
-  d.view_size = view_size(len, d.phase, d.stride, d.block);
+  d.view_size = view_size(len, d.seed, d.stride, d.block);
   if (d.view_size < std::max(d.q0, d.q1)) {
     d.route = SampledDecision::kNoView;
     return d;
@@ -100,7 +100,7 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
 
   // Phase 1, proposal: one histogram over the view, one scan for both ranks.
   std::array<int64_t, kCoarseBins> histogram{};
-  for (int64_t j = 0; j < d.view_size; ++j) ++histogram[coarse_key(row[view_position(j, d.phase, d.stride, d.block)])];
+  for (int64_t j = 0; j < d.view_size; ++j) ++histogram[coarse_key(row[view_position(j, d.seed, d.stride, d.block)])];
   d.primary_bin = proposal_bin(histogram, d.q0);
   d.secondary_bin = proposal_bin(histogram, d.q1);
   d.primary_low = coarse_bin_lower_endpoint(d.primary_bin);

@@ -18,13 +18,14 @@ namespace sgtopk::reference {
 // The view arithmetic is the planner's (runtime/sampled_view.h): the
 // reference decides routes with the very functions that specialize the kernel.
 using detail::fine_proposal_trigger;
-using detail::sample_phase;
 using detail::sample_rank;
 using detail::sample_stride;
 using detail::SelectSampledPolicy;
 using detail::stride_for_rank;
 using detail::view_block_for_rank;
+using detail::view_block_phase;
 using detail::view_position;
+using detail::view_seed;
 using detail::view_size;
 
 // Which route one row takes, and the counts behind the decision.
@@ -39,7 +40,7 @@ struct SampledDecision {
   Route route = kShort;
   int stride = 0;              // s
   int block = 1;               // b (view_block_for_rank)
-  uint32_t phase = 0;          // a_r * b: the first view position
+  uint32_t seed = 0;           // view_seed(row_id): the view's block phases
   int64_t q0 = 0, q1 = 0;      // sample ranks of primary_margin, secondary_margin
   int64_t view_size = 0;       // #{j : view_position(j) < len}
   uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)

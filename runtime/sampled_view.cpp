@@ -25,22 +25,29 @@ int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy) {
   return stride_for_rank(len >= policy.wide_row_threshold ? policy.stride_wide : policy.stride_narrow, k, policy);
 }
 
-uint32_t sample_phase(uint64_t row_id, int stride) {
+uint32_t view_seed(uint64_t row_id) { return static_cast<uint32_t>((row_id * 0x9E3779B97F4A7C15ull) >> 32); }
+
+uint32_t view_block_phase(uint32_t seed, int64_t block_index, int stride) {
   if (stride <= 1) return 0;
-  const uint32_t hash = static_cast<uint32_t>((row_id * 0x9E3779B97F4A7C15ull) >> 40);
-  return hash % static_cast<uint32_t>(stride);
+  uint32_t h = seed ^ (static_cast<uint32_t>(block_index) * 0x85EBCA6Bu);
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  return static_cast<uint32_t>((static_cast<uint64_t>(h) * static_cast<uint32_t>(stride)) >> 32);
 }
 
-int64_t view_position(int64_t j, uint32_t phase, int stride, int block) {
-  return static_cast<int64_t>(phase) + j / block * (static_cast<int64_t>(stride) * block) + j % block;
+int64_t view_position(int64_t j, uint32_t seed, int stride, int block) {
+  const int64_t m = j / block;
+  return m * (static_cast<int64_t>(stride) * block) + static_cast<int64_t>(view_block_phase(seed, m, stride)) * block +
+         j % block;
 }
 
-int64_t view_size(int64_t len, uint32_t phase, int stride, int block) {
-  if (len <= static_cast<int64_t>(phase) || stride <= 0 || block <= 0) return 0;
+int64_t view_size(int64_t len, uint32_t seed, int stride, int block) {
+  if (len <= 0 || stride <= 0 || block <= 0) return 0;
   const int64_t span = static_cast<int64_t>(stride) * block;
-  const int64_t blocks = (len - 1 - phase) / span + 1;  // blocks that start below len
-  const int64_t last_start = phase + (blocks - 1) * span;
-  return (blocks - 1) * block + std::min<int64_t>(block, len - last_start);
+  const int64_t whole = len / span;  // spans inside the row hold a whole block each
+  const int64_t last_start = whole * span + static_cast<int64_t>(view_block_phase(seed, whole, stride)) * block;
+  return whole * block + std::clamp<int64_t>(len - last_start, 0, block);
 }
 
 int64_t sample_rank(double margin, int k, int stride) {

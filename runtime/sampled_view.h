@@ -28,24 +28,26 @@ int view_block_for_rank(int k, const SelectSampledPolicy& policy);
 // len >= wide_row_threshold, else stride_narrow; then stride_for_rank.
 int sample_stride(int64_t len, int k, const SelectSampledPolicy& policy);
 
-// Phase a_r in [0, stride) of the view i = a_r, a_r + s, a_r + 2s, ... < len.
-// It varies with the row so that a periodic structure in the scores cannot
-// hide from every row's view at once:
-//   a_r = (uint32_t)((row_id * 0x9E3779B97F4A7C15) mod 2^64 >> 40) % stride
-// (Fibonacci hashing: the top 24 bits of the 64-bit product, then mod s). The
-// GPU kernel uses the same formula with the same row id (the row's index in
-// the launch). stride <= 1 gives 0.
-uint32_t sample_phase(uint64_t row_id, int stride);
-
 // The view with blocks of b consecutive scores (view_block_for_rank; the
-// paper's view is b = 1): view element j sits at
-//   a_r * b + (j / b) * (s * b) + j % b,
-// so the density stays 1/s and the sample ranks do not change, but a GPU
-// gathers b neighbours at once (b = 8: one 32-byte sector instead of eight).
-// view_position takes the phase already scaled (a_r * b); view_size counts
-// the positions below len.
-int64_t view_position(int64_t j, uint32_t phase, int stride, int block);
-int64_t view_size(int64_t len, uint32_t phase, int stride, int block);
+// paper's view is b = 1): one block in each span of s * b positions, so the
+// density stays 1/s and the sample ranks do not change, but a GPU gathers b
+// neighbours at once (b = 8: one 32-byte sector instead of eight). Block m
+// sits at m * s * b + a_{r,m} * b, its phase a_{r,m} in [0, s) hashed from
+// the row's seed and m:
+//   seed_r  = (uint32_t)((row_id * 0x9E3779B97F4A7C15) mod 2^64 >> 32)
+//   h       = seed_r ^ (uint32_t)m * 0x85EBCA6B; h ^= h >> 16;
+//             h *= 0x7FEB352D; h ^= h >> 15
+//   a_{r,m} = (h * s) >> 32
+// Each block its own phase: scores periodic in the span (a period dividing
+// s * b) cannot hide from a row's view, as they could from one phase per row
+// (docs/decisions/2026-12-01-sampled-view-phase-per-block.md). The GPU
+// kernel uses the same formulas with the same row id (the row's index in the
+// launch). View element j is position m * s * b + a_{r,m} * b + j % b,
+// m = j / b; the elements below len are j < view_size.
+uint32_t view_seed(uint64_t row_id);
+uint32_t view_block_phase(uint32_t seed, int64_t block_index, int stride);
+int64_t view_position(int64_t j, uint32_t seed, int stride, int block);
+int64_t view_size(int64_t len, uint32_t seed, int stride, int block);
 
 // Sample rank q = ceil(margin * k / stride): the view count whose boundary is
 // proposed. Computed in long double, and a quotient within a relative 1e-12

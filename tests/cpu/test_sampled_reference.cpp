@@ -33,10 +33,15 @@ SelectSampledPolicy policy_with(int stride, double primary_margin = 1.5, double 
   return p;
 }
 
-// Indices of the view of a row: phase, phase + s, ... < len.
-std::set<int64_t> view_of(int64_t len, uint32_t phase, int stride) {
+// Indices of the view of a row, enumerated span by span: in span m of
+// s * b positions, the b positions from m * s * b + a_{r,m} * b on (< len).
+std::set<int64_t> view_of(int64_t len, uint32_t seed, int stride, int block = 1) {
   std::set<int64_t> v;
-  for (int64_t i = phase; i < len; i += stride) v.insert(i);
+  const int64_t span = static_cast<int64_t>(stride) * block;
+  for (int64_t m = 0; m * span < len; ++m) {
+    const int64_t start = m * span + static_cast<int64_t>(view_block_phase(seed, m, stride)) * block;
+    for (int64_t t = 0; t < block && start + t < len; ++t) v.insert(start + t);
+  }
   return v;
 }
 
@@ -125,46 +130,69 @@ TEST(SampledReference, SampleRankIsACeilingThatDoesNotBumpExactIntegers) {
   EXPECT_EQ(sample_rank(1.5, 2048, 0), 0);
 }
 
-TEST(SampledReference, PhaseIsTheDocumentedHashInRangeAndRowDependent) {
-  for (int stride : {1, 2, 64, 128, 4096}) {
-    std::set<uint32_t> seen;
-    for (uint64_t row = 0; row < 4096; ++row) {
-      const uint32_t a = sample_phase(row, stride);
-      ASSERT_LT(a, static_cast<uint32_t>(stride)) << "row " << row;
-      ASSERT_EQ(a, static_cast<uint32_t>((row * 0x9E3779B97F4A7C15ull) >> 40) % static_cast<uint32_t>(stride));
-      seen.insert(a);
+TEST(SampledReference, BlockPhasesAreTheDocumentedHashInRangeAndVary) {
+  for (uint64_t row : {0ull, 1ull, 12345ull}) ASSERT_EQ(view_seed(row), static_cast<uint32_t>((row * 0x9E3779B97F4A7C15ull) >> 32));
+  for (int stride : {1, 2, 3, 64, 128, 4096}) {
+    for (uint64_t row : {0ull, 1ull, 77ull}) {
+      const uint32_t seed = view_seed(row);
+      std::set<uint32_t> seen;
+      for (int64_t m = 0; m < 4096; ++m) {
+        const uint32_t a = view_block_phase(seed, m, stride);
+        uint32_t h = seed ^ (static_cast<uint32_t>(m) * 0x85EBCA6Bu);
+        h ^= h >> 16;
+        h *= 0x7FEB352Du;
+        h ^= h >> 15;
+        ASSERT_EQ(a, stride <= 1 ? 0u : static_cast<uint32_t>((static_cast<uint64_t>(h) * stride) >> 32)) << "block " << m;
+        ASSERT_LT(a, static_cast<uint32_t>(std::max(stride, 1))) << "block " << m;
+        seen.insert(a);
+      }
+      // Within one row the blocks take every residue of the paper's strides
+      // (and most of a huge one): a periodic structure cannot hide from it.
+      if (stride <= 128) EXPECT_EQ(seen.size(), static_cast<size_t>(stride)) << "stride " << stride;
+      else EXPECT_GT(seen.size(), static_cast<size_t>(stride) / 2) << "stride " << stride;
     }
-    // A periodic structure cannot hide from every row: the phases cover every
-    // residue of the paper's strides (and most of a huge one).
-    if (stride <= 128) EXPECT_EQ(seen.size(), static_cast<size_t>(stride)) << "stride " << stride;
-    else EXPECT_GT(seen.size(), static_cast<size_t>(stride) / 2) << "stride " << stride;
   }
-  EXPECT_NE(sample_phase(1, 128), sample_phase(2, 128));
-  EXPECT_EQ(sample_phase(12345, 128), sample_phase(12345, 128));
-  EXPECT_EQ(sample_phase(7, 0), 0u);
+  // Rows differ too.
+  std::set<uint32_t> first_blocks;
+  for (uint64_t row = 0; row < 1024; ++row) first_blocks.insert(view_block_phase(view_seed(row), 0, 128));
+  EXPECT_EQ(first_blocks.size(), 128u);
+  EXPECT_EQ(view_block_phase(view_seed(7), 3, 0), 0u);
 }
 
 TEST(SampledReference, BlockedViewKeepsTheDensityAndCoversEveryPosition) {
-  // view_position / view_size against a direct enumeration: blocks of b
-  // consecutive positions every b * s, starting at the scaled phase.
+  // view_position / view_size against the span-by-span enumeration.
   for (int block : {1, 2, 8, 32}) {
     for (int stride : {1, 3, 64, 128}) {
       for (int64_t len : {0, 1, 7, 8, 9, 127, 128, 129, 1000, 4097, 131072}) {
         for (uint64_t row : {0ull, 1ull, 77ull}) {
-          const uint32_t phase = sample_phase(row, stride) * static_cast<uint32_t>(block);
-          std::vector<int64_t> expected;
-          for (int64_t start = phase; start < len; start += static_cast<int64_t>(stride) * block)
-            for (int64_t t = 0; t < block && start + t < len; ++t) expected.push_back(start + t);
-          ASSERT_EQ(view_size(len, phase, stride, block), static_cast<int64_t>(expected.size()))
-              << "b " << block << " s " << stride << " len " << len << " phase " << phase;
+          const uint32_t seed = view_seed(row);
+          const std::set<int64_t> enumerated = view_of(len, seed, stride, block);
+          const std::vector<int64_t> expected(enumerated.begin(), enumerated.end());
+          ASSERT_EQ(view_size(len, seed, stride, block), static_cast<int64_t>(expected.size()))
+              << "b " << block << " s " << stride << " len " << len << " row " << row;
           for (size_t j = 0; j < expected.size(); ++j)
-            ASSERT_EQ(view_position(static_cast<int64_t>(j), phase, stride, block), expected[j]);
+            ASSERT_EQ(view_position(static_cast<int64_t>(j), seed, stride, block), expected[j]);
+          // Density 1/s: every whole span holds one block.
+          ASSERT_GE(static_cast<int64_t>(expected.size()), len / (static_cast<int64_t>(stride) * block) * block);
         }
       }
     }
   }
-  // b = 1 is the paper's view.
-  EXPECT_EQ(view_size(1000, 5, 64, 1), static_cast<int64_t>(view_of(1000, 5, 64).size()));
+}
+
+TEST(SampledReference, PeriodicScoresCannotHideFromTheView) {
+  // Scores raised on positions i mod 32 >= 16 (periodic in the default span
+  // of 32 x 16): the view of every row sees both halves in about equal parts.
+  const int stride = 32, block = 16;
+  const int64_t len = 131072;
+  for (uint64_t row = 0; row < 64; ++row) {
+    int64_t high = 0;
+    const uint32_t seed = view_seed(row);
+    const int64_t n = view_size(len, seed, stride, block);
+    for (int64_t j = 0; j < n; ++j) high += view_position(j, seed, stride, block) % 32 >= 16 ? 1 : 0;
+    EXPECT_GT(high, n / 4) << "row " << row;
+    EXPECT_LT(high, 3 * n / 4) << "row " << row;
+  }
 }
 
 TEST(SampledReference, BlockedViewDecisionsUseTheBlockedSamples) {
@@ -178,12 +206,12 @@ TEST(SampledReference, BlockedViewDecisionsUseTheBlockedSamples) {
   const uint64_t id = 3;
   const auto blocked = decide_sampled_route(std::vector<float>(len, 1.0f).data(), len, k, id, p);
   EXPECT_EQ(blocked.block, 8);
-  EXPECT_EQ(blocked.phase, sample_phase(id, 64) * 8u);
-  EXPECT_EQ(blocked.view_size, view_size(len, blocked.phase, 64, 8));
+  EXPECT_EQ(blocked.seed, view_seed(id));
+  EXPECT_EQ(blocked.view_size, view_size(len, blocked.seed, 64, 8));
   EXPECT_EQ(blocked.q0, sample_rank(1.5, k, 64));  // the density, hence the ranks, are unchanged
   std::vector<float> row(len, 1.0f);
   for (int64_t j = 0; j < blocked.view_size; ++j)
-    if (j % 8 == 7) row[static_cast<size_t>(view_position(j, blocked.phase, 64, 8))] = 100.0f;
+    if (j % 8 == 7) row[static_cast<size_t>(view_position(j, blocked.seed, 64, 8))] = 100.0f;
   const auto d = decide_sampled_route(row.data(), len, k, id, p);
   // view_size / 8 samples of 100: q0 = 12 of them are reached, so tau0 is 100's bin.
   EXPECT_EQ(d.primary_bin, coarse_key(100.0f));
@@ -211,16 +239,16 @@ TEST(SampledReference, AViewSmallerThanQ1GoesExact) {
     const auto d = decide_sampled_route(row.data(), 400, 256, id, p);
     EXPECT_EQ(d.q0, 6);
     EXPECT_EQ(d.q1, 7);
-    EXPECT_EQ(d.view_size, static_cast<int64_t>(view_of(400, d.phase, 64).size()));
+    EXPECT_EQ(d.view_size, static_cast<int64_t>(view_of(400, d.seed, 64).size()));
     if (d.view_size < 7) {
-      EXPECT_EQ(d.route, SampledDecision::kNoView) << "phase " << d.phase;
+      EXPECT_EQ(d.route, SampledDecision::kNoView) << "row " << id;
     } else {
-      EXPECT_EQ(d.route, SampledDecision::kPrimary) << "phase " << d.phase;  // all equal: tau0 admits all
+      EXPECT_EQ(d.route, SampledDecision::kPrimary) << "row " << id;  // all equal: tau0 admits all
     }
   }
   // A stride longer than the row and a phase past its end: an empty view.
   uint64_t id = 0;
-  while (sample_phase(id, 4096) < 400) ++id;
+  while (view_block_phase(view_seed(id), 0, 4096) < 400) ++id;
   const auto d = decide_sampled_route(row.data(), 400, 256, id, policy_with(4096));
   EXPECT_EQ(d.q1, 1);
   EXPECT_EQ(d.view_size, 0);
@@ -246,13 +274,14 @@ TEST(SampledReference, PrimaryUnderfillRecoveredByTheBand) {
   const int k = 256, s = 64;
   const int64_t len = 64000;
   const uint64_t id = 9;
-  const uint32_t a = sample_phase(id, s);
+  const std::set<int64_t> view = view_of(len, view_seed(id), s);
+  const std::vector<int64_t> at(view.begin(), view.end());
   std::vector<float> row(static_cast<size_t>(len), 0.0f);
-  for (int j = 0; j < 6; ++j) row[static_cast<size_t>(a + j * s)] = 10.0f;
-  row[static_cast<size_t>(a + 6 * s)] = 5.0f;
+  for (int j = 0; j < 6; ++j) row[static_cast<size_t>(at[j])] = 10.0f;
+  row[static_cast<size_t>(at[6])] = 5.0f;
   int placed = 0;
   for (int64_t i = 0; i < len && placed < 300; ++i) {
-    if (i % s != a) {
+    if (!view.count(i)) {
       row[static_cast<size_t>(i)] = 5.0f;
       ++placed;
     }
@@ -273,12 +302,13 @@ TEST(SampledReference, TopKHiddenFromTheViewGoesExact) {
   const int k = 256, s = 64;
   const int64_t len = 64000;
   const uint64_t id = 77;
-  const uint32_t a = sample_phase(id, s);
+  const std::set<int64_t> view = view_of(len, view_seed(id), s);
+  const std::vector<int64_t> at(view.begin(), view.end());
   std::vector<float> row(static_cast<size_t>(len), -1.0f);
-  for (int j = 0; j < 7; ++j) row[static_cast<size_t>(a + j * s)] = 10.0f;
+  for (int j = 0; j < 7; ++j) row[static_cast<size_t>(at[j])] = 10.0f;
   int placed = 0;
   for (int64_t i = 0; i < len && placed < k; ++i) {
-    if (i % s != a) {
+    if (!view.count(i)) {
       row[static_cast<size_t>(i)] = 5.0f;
       ++placed;
     }
@@ -290,9 +320,9 @@ TEST(SampledReference, TopKHiddenFromTheViewGoesExact) {
   EXPECT_EQ(d.primary_admitted, 7);
   EXPECT_EQ(d.band_admitted, 7);
   EXPECT_EQ(d.admitted(), 0);
-  // Another row id samples another phase, sees the fives, and is certified.
+  // Another row id samples other positions, sees the fives, and is certified.
   const auto other = decide_sampled_route(row.data(), len, k, id + 1, policy_with(s));
-  ASSERT_NE(other.phase, a);
+  ASSERT_NE(view_of(len, other.seed, s), view);
   EXPECT_EQ(other.route, SampledDecision::kPrimary);
 }
 
@@ -308,9 +338,9 @@ TEST(SampledReference, NaNIsNeverAdmitted) {
   // Mostly NaN, the numbers (enough for the top-k) off the view: the view's
   // ranks are reached only by NaN samples, so tau0 is -inf's bin and every
   // number is admitted.
-  const uint32_t a = sample_phase(1, s);
   std::vector<float> row = nan_row;
-  for (int64_t i = 0; i + s <= len; i += 2 * s) row[static_cast<size_t>(i + (a + 1) % s)] = -static_cast<float>(i);
+  for (int64_t i = 0; i + s <= len; i += 2 * s)
+    row[static_cast<size_t>(i + (view_block_phase(view_seed(1), i / s, s) + 1) % s)] = -static_cast<float>(i);
   d = decide_sampled_route(row.data(), len, k, 1, policy_with(s));
   EXPECT_EQ(d.primary_bin, kCoarseKeyMinNumber);
   EXPECT_EQ(d.route, SampledDecision::kPrimary);
@@ -327,7 +357,7 @@ TEST(SampledReference, TheScanFindsTheHighestBinReachingTheRank) {
     const auto d = decide_sampled_route(row.data(), len, k, rng() % 1000, policy_with(32));
     ASSERT_NE(d.route, SampledDecision::kNoView);
     std::vector<float> view;
-    for (int64_t i : view_of(len, d.phase, 32)) view.push_back(row[static_cast<size_t>(i)]);
+    for (int64_t i : view_of(len, d.seed, 32)) view.push_back(row[static_cast<size_t>(i)]);
     ASSERT_EQ(static_cast<int64_t>(view.size()), d.view_size);
     EXPECT_LE(d.secondary_bin, d.primary_bin);
     for (auto [bin, q] : {std::pair{d.primary_bin, d.q0}, std::pair{d.secondary_bin, d.q1}}) {
@@ -345,7 +375,7 @@ TEST(SampledReference, Deterministic) {
   const auto a = decide_sampled_route(row.data(), 150000, 2048, 42, p);
   const auto b = decide_sampled_route(row.data(), 150000, 2048, 42, p);
   EXPECT_EQ(a.route, b.route);
-  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.stride, 32);
   EXPECT_EQ(a.primary_bin, b.primary_bin);
   EXPECT_EQ(a.secondary_bin, b.secondary_bin);
@@ -447,7 +477,7 @@ TEST(SampledReference, FineProposalStaysBetweenTheBinAndTheSample) {
       // At or below the q-th largest number of the view.
       std::vector<float> view;
       for (int64_t j = 0; j < fine.view_size; ++j) {
-        const float x = row[static_cast<size_t>(view_position(j, fine.phase, fine.stride, fine.block))];
+        const float x = row[static_cast<size_t>(view_position(j, fine.seed, fine.stride, fine.block))];
         if (!std::isnan(x)) view.push_back(x);
       }
       std::sort(view.begin(), view.end(), std::greater<float>());

@@ -1,7 +1,7 @@
 // Sample-guided exact select (HPC-Ops paper, sections 3-5; ALGORITHM.md):
 // persistent worker CTAs, one row at a time.
 //
-//   phase 1  proposal: a strided view of the row (row-dependent phase) is
+//   phase 1  proposal: a strided view of the row (hashed block phases) is
 //            histogrammed by coarse key; the bins holding sample ranks q0 and
 //            q1 become the primary and secondary boundaries tau0 >= tau1
 //   phase 2  certification: the one full pass admits every x >= endpoint(tau0)
@@ -26,30 +26,33 @@
 
 namespace sgtopk {
 
-// Phase a_r of row r's view; the host reference uses the same formula.
-SGTOPK_DEVICE u32 sample_phase(u64 row_id, int stride) {
-  if (stride <= 1) return 0u;
-  return static_cast<u32>((row_id * 0x9E3779B97F4A7C15ull) >> 40) % static_cast<u32>(stride);
+// The view (runtime/sampled_view.h, whose formulas the host reference
+// uses): kBlock consecutive scores in each span of kBlock * stride positions
+// (the paper's view is kBlock = 1; the density is 1/stride either way, so
+// the sample ranks do not change, and blocks take fewer DRAM sectors per
+// sample: docs/decisions/2026-11-30-sampled-blocked-view.md), block m at
+// phase a_{r,m} of its span, hashed from the row's seed and m, so that
+// scores periodic in the span cannot hide from the view
+// (docs/decisions/2026-12-01-sampled-view-phase-per-block.md).
+SGTOPK_DEVICE u32 view_seed(u64 row_id) { return static_cast<u32>((row_id * 0x9E3779B97F4A7C15ull) >> 32); }
+SGTOPK_DEVICE u32 view_block_phase(u32 seed, u32 block_index, int stride) {
+  u32 h = seed ^ (block_index * 0x85EBCA6Bu);
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  return __umulhi(h, static_cast<u32>(stride));
 }
-
-// The view takes kBlock consecutive scores every kBlock * stride positions
-// (the paper's view is kBlock = 1; the density is 1/stride either way, so the
-// sample ranks do not change, and blocks take fewer DRAM sectors per sample:
-// docs/decisions/2026-11-30-sampled-blocked-view.md): element j of a view
-// whose first position is `phase`. The host reference (view_position,
-// view_size) uses the same formulas.
 template <int kBlock>
-SGTOPK_DEVICE long long view_position(int j, int phase, int stride) {
+SGTOPK_DEVICE long long view_position(int j, u32 seed, int stride) {
   const u32 block = static_cast<u32>(j) / kBlock, offset = static_cast<u32>(j) % kBlock;
-  return phase + static_cast<long long>(block) * stride * kBlock + offset;
+  return (static_cast<long long>(block) * stride + view_block_phase(seed, block, stride)) * kBlock + offset;
 }
 template <int kBlock>
-SGTOPK_DEVICE int view_size(int len, int phase, int stride) {
-  if (len <= phase) return 0;
+SGTOPK_DEVICE int view_size(int len, u32 seed, int stride) {
   const long long span = static_cast<long long>(stride) * kBlock;
-  const int blocks = static_cast<int>((len - 1 - phase) / span) + 1;  // blocks that start below len
-  const long long last_start = phase + static_cast<long long>(blocks - 1) * span;
-  return (blocks - 1) * kBlock + static_cast<int>(min_of(static_cast<long long>(kBlock), len - last_start));
+  const int whole = static_cast<int>(len / span);  // spans inside the row hold a whole block each
+  const long long last_start = whole * span + static_cast<long long>(view_block_phase(seed, static_cast<u32>(whole), stride)) * kBlock;
+  return whole * kBlock + static_cast<int>(max_of(0ll, min_of(static_cast<long long>(kBlock), len - last_start)));
 }
 
 template <typename Config>
@@ -67,10 +70,12 @@ struct SampledAgent {
     float secondary_low;  // endpoint(tau1) <= primary_low, likewise
   };
 
-  // A row's view: `count` samples from `phase` on (view_position).
+  // A row's view: its first `count` samples (view_position).
   struct View {
     const float* scores;
-    int count, phase, stride;
+    int count;
+    u32 seed;
+    int stride;
 
     // visit(sample) for every sample, kViewLoadsInFlight independent gathers in
     // flight per thread before the first is visited (consecutive threads
@@ -83,7 +88,7 @@ struct SampledAgent {
 #pragma unroll
         for (int u = 0; u < kGather; ++u) {
           const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
-          sample[u] = j < count ? __ldg(scores + view_position<Config::kViewBlock>(j, phase, stride))
+          sample[u] = j < count ? __ldg(scores + view_position<Config::kViewBlock>(j, seed, stride))
                                 : __int_as_float(0x7fc00000);
         }
 #pragma unroll
@@ -147,15 +152,15 @@ struct SampledAgent {
     const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
     const u32 q1 = static_cast<u32>(wide ? Config::kQ1Wide : Config::kQ1Narrow);
     constexpr int kBlock = Config::kViewBlock;
-    const int phase = static_cast<int>(sample_phase(static_cast<u64>(row_id), stride)) * kBlock;
-    const int view = view_size<kBlock>(len, phase, stride);
+    const u32 seed = view_seed(static_cast<u64>(row_id));
+    const int view = view_size<kBlock>(len, seed, stride);
     if (view < static_cast<int>(max_of(q0, q1))) return false;
 
     clear_words<Config::kThreads>(state.histogram, kCoarseBins);
     __syncthreads();
     // NaN samples (bin 0) are not counted, so a rank reached only through
     // NaN falls back to -inf's bin (NaN is never admitted).
-    const View view_of_row{scores, view, phase, stride};
+    const View view_of_row{scores, view, seed, stride};
     view_of_row.for_each([&](float sample) {
       const u32 bin = coarse_key(sample);
       if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
