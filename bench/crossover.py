@@ -4,6 +4,7 @@ family timed over a grid of (rows, width, K), the winner per point, the
 planner's choice beside it, and a picture of which family wins where.
 
     python3 bench/crossover.py --out DIR [--ks 2048] [--scores indexer] [--stop-after-s S] [--resume MAP.json]
+    python3 bench/crossover.py --out DIR --resume MAP.json --remeasure --families short_row --widths 16384
     python3 bench/crossover.py --render MAP.json [--svg OUT.svg]   (no GPU)
     python3 bench/crossover.py --selftest                          (no GPU: renders a made-up map)
 
@@ -15,7 +16,11 @@ family was fastest, by how much, and whether the planner chose it. A family
 that refuses a shape (short_row past its widest row) is recorded as refused.
 Points whose score matrix exceeds --max-gib are skipped. The map is written
 after every point, so a run stopped by --stop-after-s is continued with
---resume MAP.json. Writes DIR/crossover-<date>-<commit>.json and .svg.
+--resume MAP.json. --rows, --widths and --families narrow the sweep; with
+--remeasure, the points of a resumed map inside that narrower grid are
+measured again for those families and the planner (after a family or the
+policy changed), the rest kept.
+Writes DIR/crossover-<date>-<commit>.json and .svg.
 """
 
 import argparse
@@ -36,8 +41,8 @@ WIDTHS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576)
 COLORS = {"short_row": "#4e79a7", "direct_exact": "#f28e2b", "sampled": "#59a14f", "split": "#e15759", None: "#dddddd"}
 
 
-def grid(ks):
-    return [(k, m, n) for k in ks for n in WIDTHS for m in ROWS if n > k]
+def grid(ks, rows=ROWS, widths=WIDTHS):
+    return [(k, m, n) for k in ks for n in widths for m in rows if n > k]
 
 
 def point_key(k, m, n):
@@ -129,6 +134,11 @@ def main(argv=None):
     ap.add_argument("--max-gib", type=float, default=8.0)
     ap.add_argument("--stop-after-s", type=float, default=0.0)
     ap.add_argument("--resume", help="a map JSON to continue (its points are not measured again)")
+    ap.add_argument("--rows", help="comma-separated row counts (default: the whole grid)")
+    ap.add_argument("--widths", help="comma-separated widths (default: the whole grid)")
+    ap.add_argument("--families", help="comma-separated families to measure (default: all, and the planner)")
+    ap.add_argument("--remeasure", action="store_true",
+                    help="with --resume: measure the chosen families again at resumed points of the grid")
     ap.add_argument("--render", help="write the picture of a map JSON and exit (no GPU)")
     ap.add_argument("--svg", help="with --render: the picture's path (default: beside the JSON)")
     ap.add_argument("--selftest", action="store_true")
@@ -149,6 +159,13 @@ def main(argv=None):
     import sgtopk_ctypes as sg
     import torch
     ks = [int(k) for k in args.ks.split(",")]
+    ints = lambda text, default: tuple(int(v) for v in text.split(",")) if text else default
+    families = tuple(args.families.split(",")) if args.families else FAMILIES
+    unknown = set(families) - set(FAMILIES)
+    if unknown:
+        ap.error("unknown families: %s (known: %s)" % (", ".join(sorted(unknown)), ", ".join(FAMILIES)))
+    if args.remeasure and not args.resume:
+        ap.error("--remeasure needs --resume")
     torch.cuda.init()
     torch.zeros(1, device="cuda")
     lib = sg.Library(args.build)
@@ -163,24 +180,29 @@ def main(argv=None):
            "lengths": "random-half", "families": list(FAMILIES), "points": {}}
     if args.resume:
         with open(args.resume) as f:
-            doc["points"] = json.load(f)["points"]
+            resumed = json.load(f)
+        doc["points"] = resumed["points"]
+        for point in doc["points"].values():  # the commit each point was measured at
+            point.setdefault("commit", resumed.get("commit"))
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, "crossover-%s-%s" % (doc["date"], commit))
     t0 = time.perf_counter()
     status = 0
-    for k, m, n in grid(ks):
+    for k, m, n in grid(ks, ints(args.rows, ROWS), ints(args.widths, WIDTHS)):
         key = point_key(k, m, n)
-        if key in doc["points"]:
+        old = doc["points"].get(key)
+        if old and not args.remeasure:
             continue
         if args.stop_after_s and time.perf_counter() - t0 > args.stop_after_s:
             print("stopped after %.0f s; continue with --resume %s.json" % (args.stop_after_s, base))
             break
         cfg = dict(M=m, N=n, K=k, lengths="random-half")
-        point = {"K": k, "M": m, "N": n, "families": {}, "planner": {}}
+        point = old if old and not old.get("skipped") else {"K": k, "M": m, "N": n, "families": {}, "planner": {}}
+        point["commit"] = commit
         if m * n * 4 > args.max_gib * bs.GIB:
             point["skipped"] = "score matrix over %g GiB" % args.max_gib
         else:
-            for fam in (None,) + FAMILIES:
+            for fam in (None,) + families:
                 sel.family = fam
                 run = bs.run_config(ctx, cfg, args.scores)
                 entry = {"time_ms": run.get("time_ms"), "exact": run.get("exact"), "floor_ms": run.get("floor_ms"),
