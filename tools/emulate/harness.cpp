@@ -254,7 +254,8 @@ int main(int argc, char** argv) {
   std::memset(emu_shared, 0xcd, sizeof(emu_shared));
   g_block = new std::barrier<>(THREADS);
   g_warps = new EmuWarp[THREADS / 32];
-  std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : 1);
+  // split: SEGMENTS CTAs a row; short_row: one CTA a row; else one CTA loops over the rows.
+  std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : SHORT_ROW ? rows : 1);
   for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<unsigned>(b);
   std::shuffle(blocks.begin(), blocks.end(), rng);
   gridDim.x = static_cast<unsigned>(blocks.size());

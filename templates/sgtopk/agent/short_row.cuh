@@ -36,12 +36,18 @@ struct ShortRowAgent {
   // compares these as integers, keying a score again only in the boundary
   // bin (the passes are bound by integer instructions, not by memory), and
   // in shared memory they leave the registers to the scores.
+  // The coarse keys are addressed from the dynamic shared memory itself, not
+  // through a pointer held in the row: a 32-bit shared address off the
+  // thread index, not a 64-bit generic pointer in registers.
+  static SGTOPK_DEVICE unsigned short* coarse_keys() {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    return reinterpret_cast<unsigned short*>(shared_bytes + kCoarseOffset);  // [kItems][kThreads]
+  }
   struct Row {
     float value[kItems];
-    unsigned short* coarse;  // [kItems][kThreads]; each thread reads only its own
 
-    SGTOPK_DEVICE void load(const float* scores, int len, unsigned short* coarse_keys) {
-      coarse = coarse_keys;
+    SGTOPK_DEVICE void load(const float* scores, int len) {
+      unsigned short* coarse = coarse_keys();
 #pragma unroll
       for (int u = 0; u < kItems; ++u) {
         const int i = u * kThreads + static_cast<int>(threadIdx.x);
@@ -57,7 +63,7 @@ struct ShortRowAgent {
               static_cast<unsigned short>(static_cast<int>(index(u + 1)) < len ? high + 1u : 0u);
       }
     }
-    SGTOPK_DEVICE u32 coarse_of(int u) const { return coarse[u * kThreads + threadIdx.x]; }
+    SGTOPK_DEVICE u32 coarse_of(int u) const { return coarse_keys()[u * kThreads + threadIdx.x]; }
     SGTOPK_DEVICE static u32 index(int u) { return static_cast<u32>(u * kThreads + static_cast<int>(threadIdx.x)); }
   };
 
@@ -153,10 +159,9 @@ struct ShortRowAgent {
     return b;
   }
 
-  static SGTOPK_DEVICE void select_row(ShortRowState& state, u32* table, unsigned short* coarse_keys, u64* sort_buffer,
-                                       const RowTask& task) {
+  static SGTOPK_DEVICE void select_row(ShortRowState& state, u32* table, u64* sort_buffer, const RowTask& task) {
     Row row;
-    row.load(task.scores, task.len, coarse_keys);
+    row.load(task.scores, task.len);
     const Boundary boundary = find_boundary(state, row);
     u32 above = 0u, level = 0u;
 #pragma unroll
@@ -181,26 +186,24 @@ struct ShortRowAgent {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     ShortRowState& state = *reinterpret_cast<ShortRowState*>(shared_bytes);
     u32* table = reinterpret_cast<u32*>(shared_bytes + sizeof(ShortRowState));
-    unsigned short* coarse_keys = reinterpret_cast<unsigned short*>(shared_bytes + kCoarseOffset);
     u64* sort_buffer = reinterpret_cast<u64*>(shared_bytes + kSortOffset);
+    // One CTA a row: the plan's grid is the launch's row capacity. (A loop
+    // over rows keeps its counters in registers the 32-score rows need.)
+    const long long r = blockIdx.x;
+    if (r >= live_row_count(p, static_cast<long long>(p.rows))) return;
     clear_words<kThreads>(&state.histogram[0][0], 2 * kCoarseBins);
     __syncthreads();
-    // A row's shared words are next written behind barriers of the row
-    // after (its first rank search), so rows need no barrier between them.
-    const long long live = live_row_count(p, static_cast<long long>(p.rows));
-    for (long long r = blockIdx.x; r < live; r += gridDim.x) {
-      const RowTask task = select_row_task<Config>(p, r);
-      count_route<Config::kRouteStats>(p.route_stats, task.len <= kK ? kRouteShort : kRouteExact);
-      if (task.len <= kK) {
-        write_whole_row<kThreads, kK, Config::kValues>(task.out, task.scores, task.len);
-        if constexpr (Config::kSorted) {
-          if (task.len > 1) sort_row_output<kThreads, Config::kSortSlots, Config::kValues>(task.out, task.scores, task.len, sort_buffer);
-        }
-      } else {
-        select_row(state, table, coarse_keys, sort_buffer, task);
+    const RowTask task = select_row_task<Config>(p, r);
+    count_route<Config::kRouteStats>(p.route_stats, task.len <= kK ? kRouteShort : kRouteExact);
+    if (task.len <= kK) {
+      write_whole_row<kThreads, kK, Config::kValues>(task.out, task.scores, task.len);
+      if constexpr (Config::kSorted) {
+        if (task.len > 1) sort_row_output<kThreads, Config::kSortSlots, Config::kValues>(task.out, task.scores, task.len, sort_buffer);
       }
-      transform_indices<kThreads, kK, Config::kIndexTransform, Config::kPageSize, Config::kPageTablePitch>(task.out, p, r);
+    } else {
+      select_row(state, table, sort_buffer, task);
     }
+    transform_indices<kThreads, kK, Config::kIndexTransform, Config::kPageSize, Config::kPageTablePitch>(task.out, p, r);
   }
 };
 
