@@ -160,8 +160,9 @@
   X(LIST, split_counts, (2, 4, 8, 16, 32, 64, 128, 256), ((1, 1024), 16), \
     "CTAs per row the planner chooses from: the largest whose rows x count CTAs fit\n" \
     "ctas_per_sm per SM and whose segments hold min_segment_width scores (paper: 2, 4, 8)") \
-  X(WIDE, min_width, 16384, (1, kMaxWidth), \
-    "rows narrower than this are never split") \
+  X(WIDE, min_width, 65536, (1, kMaxWidth), \
+    "rows narrower than this are never split (the crossover map: below 64K a row-local family\n" \
+    "is as fast; docs/decisions/2026-12-01-crossover-map.md)") \
   X(INT, max_rows_per_sm, 1, (1, 64), \
     "split only while rows <= max_rows_per_sm * SMs") \
   X(INT, ctas_per_sm, 1, (1, 8), \
@@ -183,9 +184,9 @@
 // [select.short_row] rows a CTA holds in registers: one CTA a row, radix
 // rounds over the row's keys with histograms in shared memory.
 #define SGTOPK_POLICY_SELECT_SHORT_ROW(X) \
-  X(WIDE, max_width, 8192, (0, 32768), \
-    "rows at most this wide use the short-row family (0: never; at most 1024 threads x 32).\n" \
-    "16384-score rows run faster here too (512 x 32) but spill at 64 registers a thread") \
+  X(WIDE, max_width, 16384, (0, 32768), \
+    "rows at most this wide use the short-row family (0: never; at most 1024 threads x 32); at\n" \
+    "32768 it only ties the others (docs/decisions/2026-12-01-crossover-map.md)") \
   X(INT, items_per_thread, 16, (1, 32), \
     "scores a thread holds: a CTA is the fewest threads (a power of two, at least\n" \
     "min_block_threads) that hold the widest row in this many each; past max_block_threads,\n" \
@@ -203,8 +204,9 @@
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \
   X(WIDE, sampled_min_width, 32768, (0, kMaxWidth), \
     "narrower rows use the direct family (sampling does not pay)") \
-  X(INT, sampled_min_rows_per_sm, 1, (0, 64), \
-    "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU)") \
+  X(INT, sampled_min_rows_per_sm, 2, (0, 64), \
+    "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU;\n" \
+    "at one row per SM the direct family is 5-20% faster on rows of 128K and more)") \
   X(WIDE, cluster_max_rows, 4, (0, int64_t{1} << 20), \
     "at most this many rows use the cluster mapping (0: never); reserved: no cluster family yet") \
   X(INT, cluster_size, 8, (1, 16), \

@@ -301,21 +301,23 @@ TEST(JitPlanner, PicksSampledForManyLongRows) {
   EXPECT_EQ(plan.entry, "sgtopk_select_sampled");
   // Rows a CTA holds: short_row; wider narrow rows: the direct family; too
   // few long rows to fill 132 SMs: split.
-  EXPECT_EQ(family_for(2048, 4096, 8192), "short_row");
-  EXPECT_EQ(family_for(2048, 4096, 8193), "direct_exact");
+  EXPECT_EQ(family_for(2048, 4096, 16384), "short_row");
+  EXPECT_EQ(family_for(2048, 4096, 16385), "direct_exact");
   EXPECT_EQ(family_for(2048, 16, 262144), "split");
 }
 
 TEST(JitPlanner, DispatchBoundaries) {
   const Policy d = Policy::defaults();
   ASSERT_EQ(d.dispatch.sampled_min_width, 32768);
-  ASSERT_EQ(d.dispatch.sampled_min_rows_per_sm, 1);
+  ASSERT_EQ(d.dispatch.sampled_min_rows_per_sm, 2);
+  ASSERT_EQ(d.split.min_width, 65536);
   // width >= sampled_min_width ...
   EXPECT_EQ(family_for(2048, 4096, 32768), "sampled");
   EXPECT_EQ(family_for(2048, 4096, 32767), "direct_exact");
   // ... and rows >= SMs x sampled_min_rows_per_sm ...
-  EXPECT_EQ(family_for(2048, 132, 262144), "sampled");
-  EXPECT_EQ(family_for(2048, 131, 262144), "direct_exact");
+  EXPECT_EQ(family_for(2048, 264, 262144), "sampled");
+  EXPECT_EQ(family_for(2048, 263, 262144), "direct_exact");
+  EXPECT_EQ(family_for(2048, 132, 262144), "direct_exact");  // too many rows to split
   // ... below that, split while two CTAs per row fit one per SM (66 rows) ...
   ASSERT_EQ(d.split.ctas_per_sm, 1);
   EXPECT_EQ(family_for(2048, 66, 262144), "split");
@@ -324,14 +326,19 @@ TEST(JitPlanner, DispatchBoundaries) {
       << plan_for(2048, 262144, 0, "sm_90", d, "", 66).reason;
   EXPECT_EQ(plan_for(2048, 262144, 0, "sm_90", d, "split", 66).reason, "forced (options.family / --family)");
   EXPECT_EQ(family_for(2048, 67, 262144), "direct_exact");
-  EXPECT_EQ(family_for(2048, 1, 16384), "split");
-  EXPECT_EQ(family_for(2048, 1, 8192), "short_row");  // at most select.short_row.max_width
-  const Policy no_short = edited_policy([](Policy& p) { p.short_row.max_width = 0; });
+  // ... and rows of at least select.split.min_width.
+  EXPECT_EQ(family_for(2048, 1, 65536), "split");
+  EXPECT_EQ(family_for(2048, 1, 65535), "direct_exact");
+  EXPECT_EQ(family_for(2048, 1, 16384), "short_row");  // at most select.short_row.max_width
+  const Policy no_short = edited_policy([](Policy& p) {
+    p.short_row.max_width = 0;
+    p.split.min_width = 16384;
+  });
   EXPECT_EQ(family_for(2048, 1, 16384, no_short), "split");
   EXPECT_EQ(family_for(2048, 1, 16383, no_short), "direct_exact");  // below select.split.min_width
-  const Policy two = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 2; });
-  EXPECT_EQ(family_for(2048, 264, 262144, two), "sampled");
-  EXPECT_EQ(family_for(2048, 263, 262144, two), "direct_exact");  // too many rows to split
+  const Policy one = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 1; });
+  EXPECT_EQ(family_for(2048, 132, 262144, one), "sampled");
+  EXPECT_EQ(family_for(2048, 131, 262144, one), "direct_exact");  // too many rows to split
   const Policy any_rows = edited_policy([](Policy& p) { p.dispatch.sampled_min_rows_per_sm = 0; });
   EXPECT_EQ(family_for(2048, 1, 262144, any_rows), "sampled");
   // ... and width > K: a row no longer than K needs no selection.
@@ -349,7 +356,7 @@ TEST(JitPlanner, DispatchBoundaries) {
 // a row per SM in few_rows_items_per_thread each, up to 1024 threads.
 TEST(JitPlanner, ShortRowShapes) {
   const Policy d = Policy::defaults();
-  ASSERT_EQ(d.short_row.max_width, 8192);
+  ASSERT_EQ(d.short_row.max_width, 16384);
   ASSERT_EQ(d.short_row.items_per_thread, 16);
   ASSERT_EQ(d.short_row.min_block_threads, 128);
   ASSERT_EQ(d.short_row.max_block_threads, 512);
@@ -374,7 +381,7 @@ TEST(JitPlanner, ShortRowShapes) {
   EXPECT_EQ(plan.family, "short_row");
   EXPECT_EQ(plan.grid, 65536u);  // one CTA a row
   EXPECT_EQ(plan.workspace_bytes, 0u);
-  EXPECT_TRUE(contains(plan.reason, "width 4096 <= select.short_row.max_width 8192: one CTA of 256 threads a row"))
+  EXPECT_TRUE(contains(plan.reason, "width 4096 <= select.short_row.max_width 16384: one CTA of 256 threads a row"))
       << plan.reason;
   const Policy wide = edited_policy([](Policy& p) { p.short_row.max_block_threads = 1024; });
   EXPECT_EQ(plan_for(2048, 32768, 0, "sm_90", wide, "short_row", 1000).constant("kRegisterItems"), "32");

@@ -129,6 +129,7 @@ std::vector<SpillCase> spill_cases() {
       {"planner_K2048_rows65536_w4096_short_row", 2048, 65536, 4096, "short_row", false},
       {"planner_K2048_rows16384_w8192_short_row", 2048, 16384, 8192, "short_row", false},
       {"short_row_K2048_rows16_w16384", 2048, 16, 16384, "short_row", false},
+      {"planner_K2048_rows16384_w16384_short_row", 2048, 16384, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
   };
 }

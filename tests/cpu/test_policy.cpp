@@ -70,7 +70,9 @@ TEST(Policy, DefaultsAreThePapersConstantsButTheViewAndTheStreamedRows) {
   EXPECT_DOUBLE_EQ(p.sampled.secondary_margin, 1.75);
   EXPECT_EQ(p.sampled.workers_per_sm, 2);
   EXPECT_EQ(p.dispatch.sampled_min_width, 32768);
-  EXPECT_EQ(p.dispatch.sampled_min_rows_per_sm, 1);
+  EXPECT_EQ(p.dispatch.sampled_min_rows_per_sm, 2);
+  EXPECT_EQ(p.split.min_width, 65536);
+  EXPECT_EQ(p.short_row.max_width, 16384);
   EXPECT_EQ(p.split.split_counts, (std::vector<int>{2, 4, 8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(p.compile.default_arch, "sm_90");
   EXPECT_NO_THROW(sgtopk::detail::validate_policy(p));
@@ -196,7 +198,7 @@ TEST(Policy, SampledWorkersAndDispatchRowsPerSm) {
   const size_t sampled = text.find("[select.sampled]"), split = text.find("[select.split]");
   const size_t dispatch = text.find("[select.dispatch]"), filter = text.find("[filter]");
   const size_t workers = text.find("workers_per_sm = 2\n", sampled);
-  const size_t rows = text.find("sampled_min_rows_per_sm = 1\n");
+  const size_t rows = text.find("sampled_min_rows_per_sm = 2\n");
   EXPECT_TRUE(sampled < workers && workers < split) << text;
   EXPECT_TRUE(dispatch < rows && rows < filter) << text;
 }
