@@ -673,6 +673,9 @@ std::vector<Case> sampled_cases() {
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
     out.push_back(c);
   }
+  // Forced, not left to the planner: a dispatch default (rows per SM, widths)
+  // must not move a case that forces a sampled route to another family.
+  for (Case& c : out) c.family = "sampled";
   return out;
 }
 
@@ -787,7 +790,7 @@ std::vector<Case> planner_cases() {
   };
   add("short_row", 600, 4096, SGTOPK_VALUES | SGTOPK_STARTS);
   add("direct_exact", 300, 20000, SGTOPK_VALUES);
-  add("sampled", 200, 100000, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
+  add("sampled", 300, 100000, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
   add("split", 8, 262144, SGTOPK_VALUES | SGTOPK_ROUTE_STATS);
   return out;
 }
