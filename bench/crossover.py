@@ -59,6 +59,64 @@ def winner(point):
     return best
 
 
+def latest_map(directory):
+    """(path, doc) of the newest crossover-*.json in directory (by date, then name), or None."""
+    import glob
+    found = []
+    for path in glob.glob(os.path.join(directory, "crossover-*.json")):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("points"), dict):
+            found.append((doc.get("date") or "", path, doc))
+    if not found:
+        return None
+    found.sort(key=lambda e: (e[0], e[1]))
+    return found[-1][1], found[-1][2]
+
+
+def summary(doc, tolerance=1.05):
+    """Measured points, the planner within `tolerance` x the fastest family at how many, and its
+    worst point: {"points", "planner_ok", "worst": (key, planner/fastest, planner family, fastest family)}."""
+    points, ok, worst = 0, 0, None
+    for key, p in sorted(doc["points"].items()):
+        fam, t = winner(p)
+        planned = p.get("planner", {})
+        if not fam or not planned.get("time_ms"):
+            continue
+        points += 1
+        ratio = planned["time_ms"] / t
+        ok += ratio <= tolerance
+        if worst is None or ratio > worst[1]:
+            worst = (key, ratio, planned.get("family"), fam)
+    return {"points": points, "planner_ok": ok, "worst": worst, "tolerance": tolerance}
+
+
+def markdown_table(doc, k=2048):
+    """Rows down, widths across: the fastest family's time (ms) and name, and the planner's time
+    over it where it chose another family."""
+    short = {"short_row": "short", "direct_exact": "direct", "sampled": "sampled", "split": "split"}
+    out = ["| rows \\ width | " + " | ".join("%dK" % (n // 1024) for n in WIDTHS) + " |",
+           "| ---: | " + " | ".join("---" for _ in WIDTHS) + " |"]
+    for m in ROWS:
+        cells = []
+        for n in WIDTHS:
+            p = doc["points"].get(point_key(k, m, n))
+            fam, t = winner(p) if p else (None, None)
+            if not fam:
+                cells.append("-")
+                continue
+            cell = "%s %.3g" % (short.get(fam, fam), t)
+            planned = p.get("planner", {})
+            if planned.get("family") and planned["family"] != fam and planned.get("time_ms"):
+                cell += " (planner %.2fx)" % (planned["time_ms"] / t)
+            cells.append(cell)
+        out.append("| %d | %s |" % (m, " | ".join(cells)))
+    return "\n".join(out) + "\n"
+
+
 def render_svg(doc):
     """One panel per K: rows down, widths across; a cell's colour is the winning family,
     its text the winner's time and, where the planner chose another family, the
@@ -120,6 +178,15 @@ def selftest():
         path = os.path.join(d, "map.svg")
         with open(path, "w") as f:
             f.write(svg)
+    table = markdown_table(doc)
+    ok = ok and table.count("\n") == len(ROWS) + 2 and "short 0.5" in table and "(planner 4.00x)" in table
+    sm = summary(doc)
+    ok = ok and sm["points"] == len(grid((2048,))) and sm["worst"][1] == 4.0
+    with tempfile.TemporaryDirectory() as d:
+        for date in ("2026-11-30", "2026-12-01"):
+            with open(os.path.join(d, "crossover-%s-x.json" % date), "w") as f:
+                json.dump(dict(doc, date=date), f)
+        ok = ok and latest_map(d)[1]["date"] == "2026-12-01"
     print("crossover selftest: %d cells, %s" % (cells, "ok" if ok else "WRONG"))
     return 0 if ok else 1
 
@@ -136,7 +203,8 @@ def main(argv=None):
     ap.add_argument("--resume", help="a map JSON to continue (its points are not measured again)")
     ap.add_argument("--rows", help="comma-separated row counts (default: the whole grid)")
     ap.add_argument("--widths", help="comma-separated widths (default: the whole grid)")
-    ap.add_argument("--families", help="comma-separated families to measure (default: all, and the planner)")
+    ap.add_argument("--families", help="comma-separated families to measure besides the planner's choice "
+                                       "(default: all; 'planner': the planner's choice only)")
     ap.add_argument("--remeasure", action="store_true",
                     help="with --resume: measure the chosen families again at resumed points of the grid")
     ap.add_argument("--render", help="write the picture of a map JSON and exit (no GPU)")
@@ -160,7 +228,7 @@ def main(argv=None):
     import torch
     ks = [int(k) for k in args.ks.split(",")]
     ints = lambda text, default: tuple(int(v) for v in text.split(",")) if text else default
-    families = tuple(args.families.split(",")) if args.families else FAMILIES
+    families = () if args.families == "planner" else tuple(args.families.split(",")) if args.families else FAMILIES
     unknown = set(families) - set(FAMILIES)
     if unknown:
         ap.error("unknown families: %s (known: %s)" % (", ".join(sorted(unknown)), ", ".join(FAMILIES)))

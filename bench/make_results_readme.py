@@ -21,6 +21,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crossover  # noqa: E402
+
 
 def _fmt(x, digits=3):
     if x is None:
@@ -246,6 +249,15 @@ def main(argv=None):
             print("%s [%s]: older records %s (keep one per workload: delete them, git keeps the history)"
                   % (key[0], key[1] or "-", ", ".join(older)), file=sys.stderr)
         lines.append("")
+    cross = crossover.latest_map(a.dir)
+    if cross:
+        path, doc = cross
+        lines += ["## crossover", "",
+                  "%s, commit %s, %s: the fastest family per (rows, width), K = 2048, ms per call (lengths "
+                  "uniform in N/2..N, %s scores); where the planner chose another family, its time over the "
+                  "fastest. Picture: `%s`." % (doc.get("date"), doc.get("commit"), doc.get("device"), doc.get("scores"),
+                                                os.path.basename(os.path.splitext(path)[0] + ".svg")),
+                  "", crossover.markdown_table(doc).rstrip("\n"), "", "Source: `%s`." % os.path.basename(path), ""]
     text = "\n".join(lines)
     with open(out_path + ".tmp", "w") as f:
         f.write(text)
