@@ -76,8 +76,9 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "python"))  # the package in this checkout, not an installed one
 
-import sgtopk_ctypes as sg  # noqa: E402
+from sgtopk import _capi as sg  # noqa: E402
 import make_results_readme as mrr  # noqa: E402
 
 try:

@@ -94,7 +94,7 @@ def time_steps(ctx, calls, kind):
     """Per step: one CUDA graph holding all its calls; returns [(step, ms)]."""
     import torch
     import bench_select as bs
-    import sgtopk_ctypes as sg
+    sg = bs.sg
     out = []
     stream = ctx.stream
     h = stream.cuda_stream
@@ -151,7 +151,7 @@ def main(argv=None):
         ap.error("--out is required (or --list)")
     import bench_select as bs
     import make_results_readme as mrr
-    import sgtopk_ctypes as sg
+    sg = bs.sg
     import torch
     names = [t.strip() for t in args.trace.split(",") if t.strip()]
     for n in names:

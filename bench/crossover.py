@@ -224,7 +224,7 @@ def main(argv=None):
     if not args.out:
         ap.error("--out is required (or --render / --selftest)")
     import bench_select as bs
-    import sgtopk_ctypes as sg
+    sg = bs.sg
     import torch
     ks = [int(k) for k in args.ks.split(",")]
     ints = lambda text, default: tuple(int(v) for v in text.split(",")) if text else default

@@ -1,28 +1,21 @@
-"""A small ctypes binding of sgtopk's C API (include/sgtopk/sgtopk.h).
-
-Usage (device pointers and streams come from PyTorch, which must have
-initialized CUDA first: sgtopk launches in the device's primary context, the
-one PyTorch uses):
-
-    import torch, sgtopk_ctypes as sg
-    torch.cuda.init()
-    lib = sg.load("build/release")               # loads build/release/libsgtopk.so
-    plan = lib.compile(k=2048, rows=M, width=N)   # or sg.compile(...) after sg.load
-    args = sg.select_args(scores=s, lengths=l, indices=out)   # tensors or ints
-    stream = torch.cuda.current_stream().cuda_stream
-    plan.select(args, stream)
-    g = plan.graph(args); g.launch(stream); g.update(other_args)
-
+"""The ctypes binding of sgtopk's C API (include/sgtopk/sgtopk.h): the structs
+field by field (struct_size is ctypes.sizeof), the library, plans and graphs.
 Every non-zero status raises SgtopkError with sgtopk_last_error().
-The structs mirror the header field by field; struct_size is ctypes.sizeof.
+
+Device pointers are ints or anything with data_ptr() (a torch tensor); streams
+are ints, torch.cuda.Stream objects or None (the legacy default stream).
+sgtopk launches in the device's primary context, the one PyTorch uses, so a
+PyTorch caller must have initialized CUDA first. The package's front door is
+sgtopk/__init__.py; the benchmarks use this layer directly.
 """
 
 import ctypes
 import os
 
 __all__ = [
-    "SgtopkError", "Library", "Plan", "Graph", "load", "compile", "select_args",
-    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "OP_SELECT", "OP_FILTER", "F32",
+    "SgtopkError", "Library", "Plan", "Graph", "find_library", "select_args",
+    "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "SGTOPK_INDEX_OFFSETS",
+    "SGTOPK_PAGE_TABLE", "OP_SELECT", "OP_FILTER", "F32",
 ]
 
 # --- constants (sgtopk.h) ---------------------------------------------------
@@ -39,6 +32,8 @@ SGTOPK_VALUES = 1 << 0
 SGTOPK_SORTED = 1 << 1
 SGTOPK_STARTS = 1 << 2
 SGTOPK_ROUTE_STATS = 1 << 3
+SGTOPK_INDEX_OFFSETS = 1 << 4
+SGTOPK_PAGE_TABLE = 1 << 5
 FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
 
 
@@ -54,6 +49,8 @@ class Problem(ctypes.Structure):
         ("pitch", ctypes.c_int64),
         ("out_pitch", ctypes.c_int64),
         ("flags", ctypes.c_uint32),
+        ("page_size", ctypes.c_int32),
+        ("page_table_pitch", ctypes.c_int64),
     ]
 
 
@@ -80,6 +77,8 @@ class SelectArgs(ctypes.Structure):
         ("values", ctypes.c_uint64),
         ("workspace", ctypes.c_uint64),
         ("route_stats", ctypes.c_uint64),
+        ("index_offsets", ctypes.c_uint64),
+        ("page_table", ctypes.c_uint64),
     ]
 
 
@@ -142,7 +141,7 @@ def _str(b):
 
 
 def select_args(scores=None, lengths=None, indices=None, values=None, starts=None, live_rows=None, workspace=None,
-                route_stats=None):
+                route_stats=None, index_offsets=None, page_table=None):
     """A SelectArgs from tensors or device addresses (0 / None for absent)."""
     a = SelectArgs()
     a.struct_size = ctypes.sizeof(SelectArgs)
@@ -154,6 +153,8 @@ def select_args(scores=None, lengths=None, indices=None, values=None, starts=Non
     a.values = _ptr(values)
     a.workspace = _ptr(workspace)
     a.route_stats = _ptr(route_stats)
+    a.index_offsets = _ptr(index_offsets)
+    a.page_table = _ptr(page_table)
     return a
 
 
@@ -163,6 +164,23 @@ def _as_args(args):
     if isinstance(args, dict):
         return select_args(**args)
     raise TypeError("select args must be a SelectArgs or a dict of tensors / device addresses")
+
+
+def find_library():
+    """The path of libsgtopk.so: $SGTOPK_LIBRARY (the .so or its folder), else the copy a wheel
+    carries (sgtopk/_lib/), else the build of the checkout this package sits in (build/release,
+    build/ci); None when there is none."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = os.environ.get("SGTOPK_LIBRARY")
+    if env:
+        return os.path.join(env, "libsgtopk.so") if os.path.isdir(env) else env
+    repo = os.path.dirname(os.path.dirname(here))
+    for candidate in (os.path.join(here, "_lib", "libsgtopk.so"),
+                      os.path.join(repo, "build", "release", "libsgtopk.so"),
+                      os.path.join(repo, "build", "ci", "libsgtopk.so")):
+        if os.path.exists(candidate):
+            return candidate
+    return None
 
 
 class Library:
@@ -228,17 +246,20 @@ class Library:
             raise SgtopkError(function, status, self.last_error())
 
     def compile(self, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
-                own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT):
+                own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT, page_size=0,
+                page_table_pitch=0):
         return Plan(self, k=k, rows=rows, width=width, pitch=pitch, flags=flags, device=device,
                     policy_toml=policy_toml, family=family, own_workspace=own_workspace,
-                    out_pitch=out_pitch, arch=arch, policy_file=policy_file, op=op)
+                    out_pitch=out_pitch, arch=arch, policy_file=policy_file, op=op, page_size=page_size,
+                    page_table_pitch=page_table_pitch)
 
 
 class Plan:
     """A compiled plan (sgtopk_plan). Destroy with close() or by dropping it."""
 
     def __init__(self, lib, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
-                 own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT):
+                 own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT, page_size=0,
+                 page_table_pitch=0):
         self.lib = lib
         self.handle = None
         self._graphs = []
@@ -252,6 +273,8 @@ class Plan:
         p.pitch = int(pitch)
         p.out_pitch = int(out_pitch)
         p.flags = int(flags)
+        p.page_size = int(page_size)
+        p.page_table_pitch = int(page_table_pitch)
         # Keep the encoded strings alive as long as the plan (the library copies
         # them, but this costs nothing and guards against a change there).
         self._strings = [_bytes(arch), _bytes(policy_file), _bytes(policy_toml), _bytes(family)]
@@ -363,23 +386,3 @@ class Graph:
             self.close()
         except Exception:
             pass
-
-
-# --- module-level convenience -------------------------------------------------
-_default = None
-
-
-def load(build_dir="build/release"):
-    """Load libsgtopk.so from a build folder; also becomes the default for compile()."""
-    global _default
-    _default = Library(build_dir)
-    return _default
-
-
-def compile(k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None, own_workspace=True, **kw):
-    """Compile a plan with the library loaded by load() (SGTOPK_BUILD or build/release if none)."""
-    global _default
-    if _default is None:
-        load(os.environ.get("SGTOPK_BUILD", "build/release"))
-    return _default.compile(k, rows, width, pitch=pitch, flags=flags, device=device, policy_toml=policy_toml,
-                            family=family, own_workspace=own_workspace, **kw)

@@ -1,0 +1,120 @@
+"""sgtopk: exact top-K selection on NVIDIA GPUs, from Python and PyTorch.
+
+    import torch, sgtopk
+    scores = torch.randn(64, 100000, device="cuda")
+    indices = sgtopk.select(scores, 2048)                      # int32 [64, 2048]
+    indices, values = sgtopk.select(scores, 2048, values=True, sorted=True)
+    torch.ops.sgtopk.select(scores, 2048, None, None, False)   # the custom op (torch.compile, graphs)
+
+select() runs on the current CUDA stream of the scores' device. Plans are
+compiled once per (k, rows, width, pitch, flags, device, policy) and kept for
+the process (plan() returns them); call select() once before capturing it in a
+CUDA graph, so the capture only launches. Errors from the library raise
+SgtopkError with its message; bad Python arguments raise TypeError or
+ValueError. The library is found by _capi.find_library(): $SGTOPK_LIBRARY, the
+copy a wheel carries, or the checkout's build/release.
+"""
+
+import os
+import threading
+
+from ._capi import (  # noqa: F401
+    OP_FILTER,
+    OP_SELECT,
+    SGTOPK_INDEX_OFFSETS,
+    SGTOPK_PAGE_TABLE,
+    SGTOPK_ROUTE_STATS,
+    SGTOPK_SORTED,
+    SGTOPK_STARTS,
+    SGTOPK_VALUES,
+    Graph,
+    Library,
+    Plan,
+    SgtopkError,
+    find_library,
+    select_args,
+)
+
+__all__ = ["SgtopkError", "LibraryNotFound", "library", "version", "plan", "select", "Plan", "Graph", "Library",
+           "select_args", "find_library"]
+
+_lock = threading.Lock()
+_library = None
+_plans = {}
+
+
+class LibraryNotFound(OSError):
+    """libsgtopk.so was not found (see _capi.find_library)."""
+
+
+def library():
+    """The loaded libsgtopk.so (one per process)."""
+    global _library
+    with _lock:
+        if _library is None:
+            path = find_library()
+            if path is None or not os.path.isfile(path):
+                raise LibraryNotFound("libsgtopk.so not found%s: build it (scripts/setup release), set SGTOPK_LIBRARY "
+                                      "to the .so or its folder, or install a wheel that carries it"
+                                      % (" at %s (SGTOPK_LIBRARY)" % path if path else ""))
+            try:
+                _library = Library(path)
+            except OSError as e:
+                raise LibraryNotFound("libsgtopk.so at %s cannot be loaded: %s" % (path, e)) from e
+        return _library
+
+
+def version():
+    """The library's version string."""
+    return library().version()
+
+
+def plan(k, rows, width, *, pitch=0, out_pitch=0, values=False, sorted=False, starts=False, route_stats=False,
+         index_offsets=False, page_size=0, page_table_pitch=0, device=0, arch=None, policy=None, policy_file=None,
+         family=None):
+    """The select plan for these shapes, compiled on first use and kept for the process.
+
+    device >= 0 loads it on that CUDA device (it can launch); device=-1 compiles for `arch`
+    only (no GPU needed: prewarming the disk cache). policy is TOML text, policy_file a path;
+    family forces a kernel family. Raises SgtopkError with the library's message."""
+    flags = ((SGTOPK_VALUES if values else 0) | (SGTOPK_SORTED if sorted else 0) | (SGTOPK_STARTS if starts else 0)
+             | (SGTOPK_ROUTE_STATS if route_stats else 0) | (SGTOPK_INDEX_OFFSETS if index_offsets else 0)
+             | (SGTOPK_PAGE_TABLE if page_size else 0))
+    key = (int(k), int(rows), int(width), int(pitch), int(out_pitch), flags, int(page_size), int(page_table_pitch),
+           int(device), arch, policy, policy_file, family)
+    lib = library()
+    with _lock:
+        found = _plans.get(key)
+        if found is None:
+            found = lib.compile(k=k, rows=rows, width=width, pitch=pitch, out_pitch=out_pitch, flags=flags,
+                                device=device, arch=arch, policy_toml=policy, policy_file=policy_file, family=family,
+                                own_workspace=device >= 0, page_size=page_size, page_table_pitch=page_table_pitch)
+            _plans[key] = found
+        return found
+
+
+def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, *, policy=None, family=None):
+    """Exact top-k of each row of a CUDA float32 matrix: int32 indices [rows, k] (with values=True,
+    also float32 values). Ties go to the lower index; a row shorter than k pads with -1 (values:
+    -inf); sorted=True orders each row by value descending. lengths: int32 [rows] valid lengths
+    (default: every row is scores.shape[1] long); starts: int32 [rows] window starts. out: the
+    indices tensor, or (indices, values), to write instead of allocating."""
+    from . import _torch
+
+    return _torch.select(scores, k, lengths=lengths, starts=starts, values=values, sorted=sorted, out=out,
+                         policy=policy, family=family)
+
+
+def _register_ops():
+    """torch.ops.sgtopk.* when PyTorch is importable; absent otherwise."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    from . import _torch
+
+    _torch.register_ops()
+    return True
+
+
+HAS_TORCH_OPS = _register_ops()

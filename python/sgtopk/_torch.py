@@ -1,0 +1,109 @@
+"""The PyTorch side: select() on CUDA tensors, and the custom ops
+torch.ops.sgtopk.select / select_with_values (torch.library, no C++ build),
+whose fake implementations give torch.compile and meta tensors their shapes."""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import _capi
+
+K_MAX = 8192  # the library's largest K (sgtopk.h)
+
+
+def _check_matrix(name, t, dtype, rows=None, width=None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(t).__name__))
+    if t.device.type != "cuda":
+        raise ValueError("%s must be a CUDA tensor (got device %s)" % (name, t.device))
+    if t.dtype != dtype:
+        raise ValueError("%s must be %s (got %s)" % (name, dtype, t.dtype))
+    if t.dim() != 2:
+        raise ValueError("%s must be 2-D [rows, columns] (got %d dimensions)" % (name, t.dim()))
+    if t.shape[1] > 1 and t.stride(1) != 1:
+        raise ValueError("%s must have contiguous rows (stride(1) == 1, got %d)" % (name, t.stride(1)))
+    if rows is not None and t.shape[0] != rows:
+        raise ValueError("%s has %d rows, scores has %d" % (name, t.shape[0], rows))
+    if width is not None and t.shape[1] != width:
+        raise ValueError("%s has %d columns, expected %d" % (name, t.shape[1], width))
+
+
+def _check_vector(name, t, rows, device):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor or None, got %s" % (name, type(t).__name__))
+    if t.device != device:
+        raise ValueError("%s must be on the scores' device %s (got %s)" % (name, device, t.device))
+    if t.dtype != torch.int32:
+        raise ValueError("%s must be int32 (got %s)" % (name, t.dtype))
+    if t.dim() != 1 or t.shape[0] != rows or (rows > 1 and t.stride(0) != 1):
+        raise ValueError("%s must be a contiguous vector of %d (rows) elements (got shape %s)"
+                         % (name, rows, tuple(t.shape)))
+
+
+def _pitch(t):
+    return t.stride(0) if t.shape[0] > 1 else t.shape[1]
+
+
+def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, policy=None, family=None):
+    _check_matrix("scores", scores, torch.float32)
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError("k must be an int, got %s" % type(k).__name__)
+    if not 1 <= k <= K_MAX:
+        raise ValueError("k=%d is invalid: k must be in 1..%d" % (k, K_MAX))
+    rows, width = scores.shape
+    device = scores.device
+    if lengths is not None:
+        _check_vector("lengths", lengths, rows, device)
+    if starts is not None:
+        _check_vector("starts", starts, rows, device)
+    if out is None:
+        indices = torch.empty((rows, k), dtype=torch.int32, device=device)
+        vals = torch.empty((rows, k), dtype=torch.float32, device=device) if values else None
+    else:
+        indices, vals = (out if isinstance(out, (tuple, list)) else (out, None))
+        if values and vals is None:
+            raise ValueError("values=True needs out=(indices, values)")
+        _check_matrix("out indices", indices, torch.int32, rows, k)
+        if indices.device != device:
+            raise ValueError("out indices must be on the scores' device %s (got %s)" % (device, indices.device))
+        if vals is not None:
+            _check_matrix("out values", vals, torch.float32, rows, k)
+            if vals.device != device or _pitch(vals) != _pitch(indices):
+                raise ValueError("out values must be on %s with the indices' row stride %d" % (device, _pitch(indices)))
+    if rows == 0:
+        return (indices, vals) if values else indices
+    from . import plan
+
+    p = plan(k, rows, width, pitch=_pitch(scores), out_pitch=_pitch(indices), values=values, sorted=sorted,
+             starts=starts is not None, device=device.index if device.index is not None else torch.cuda.current_device(),
+             policy=policy, family=family)
+    args = _capi.select_args(scores=scores, lengths=lengths, starts=starts, indices=indices, values=vals)
+    with torch.cuda.device(device):
+        p.select(args, torch.cuda.current_stream(device).cuda_stream)
+    return (indices, vals) if values else indices
+
+
+def register_ops():
+    """torch.ops.sgtopk.select -> indices and torch.ops.sgtopk.select_with_values -> (indices, values)."""
+    if hasattr(torch.ops, "sgtopk") and hasattr(torch.ops.sgtopk, "select"):
+        return
+
+    @torch.library.custom_op("sgtopk::select", mutates_args=())
+    def select_op(scores: torch.Tensor, k: int, lengths: Optional[torch.Tensor] = None,
+                  starts: Optional[torch.Tensor] = None, sorted: bool = False) -> torch.Tensor:
+        return select(scores, k, lengths=lengths, starts=starts, sorted=sorted)
+
+    @select_op.register_fake
+    def _(scores, k, lengths=None, starts=None, sorted=False):
+        return scores.new_empty((scores.shape[0], k), dtype=torch.int32)
+
+    @torch.library.custom_op("sgtopk::select_with_values", mutates_args=())
+    def select_with_values_op(scores: torch.Tensor, k: int, lengths: Optional[torch.Tensor] = None,
+                              starts: Optional[torch.Tensor] = None,
+                              sorted: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        return select(scores, k, lengths=lengths, starts=starts, values=True, sorted=sorted)
+
+    @select_with_values_op.register_fake
+    def _(scores, k, lengths=None, starts=None, sorted=False):
+        shape = (scores.shape[0], k)
+        return scores.new_empty(shape, dtype=torch.int32), scores.new_empty(shape, dtype=torch.float32)

@@ -1,0 +1,180 @@
+"""The Python package (python/sgtopk): what needs no GPU runs everywhere
+(loading the library, planning, compile-only prewarming, error messages, the
+argument checks, the custom ops' schemas and fake implementations where
+PyTorch is installed); the rest (exactness on CUDA tensors, out=, CUDA graph
+capture, torch.compile without graph breaks) on a GPU, skipped elsewhere with
+the reason. Run: SGTOPK_LIBRARY=build/release PYTHONPATH=python python3 -m unittest discover -s tests/python
+"""
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+import sgtopk  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+NO_TORCH = "PyTorch is not installed"
+NO_GPU = "no CUDA device (PyTorch sees none)"
+HAS_GPU = torch is not None and torch.cuda.is_available()
+
+
+class Library(unittest.TestCase):
+    def test_loads_and_reports_its_version(self):
+        self.assertRegex(sgtopk.version(), r"^\d+\.\d+\.\d+")
+        self.assertTrue(os.path.isfile(sgtopk.library().path))
+
+    def test_a_missing_library_is_named(self):
+        env = dict(os.environ, SGTOPK_LIBRARY=os.path.join(tempfile.gettempdir(), "no-such-dir", "libsgtopk.so"),
+                   PYTHONPATH=os.path.join(REPO, "python"))
+        code = "import sgtopk\ntry:\n    sgtopk.version()\nexcept sgtopk.LibraryNotFound as e:\n    print('missing:', e)\n"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("missing: libsgtopk.so not found", out.stdout)
+        self.assertIn("SGTOPK_LIBRARY", out.stdout)
+
+
+class Planning(unittest.TestCase):
+    """Compile-only plans (device=-1): no GPU needed."""
+
+    def test_plans_are_compiled_once_and_name_their_family(self):
+        a = sgtopk.plan(2048, 4096, 4096, device=-1, arch="sm_90")
+        b = sgtopk.plan(2048, 4096, 4096, device=-1, arch="sm_90")
+        self.assertIs(a, b)
+        self.assertEqual(a.info["family"], "short_row")
+        self.assertEqual(a.info["arch"], "sm_90")
+        self.assertEqual(sgtopk.plan(2048, 512, 262144, device=-1, arch="sm_90").info["family"], "sampled")
+        self.assertEqual(sgtopk.plan(2048, 4, 1 << 20, device=-1, arch="sm_90").info["family"], "split")
+        self.assertIn("short_row", a.text)
+
+    def test_flags_policy_and_family_reach_the_plan(self):
+        p = sgtopk.plan(64, 100, 30000, device=-1, arch="sm_90", values=True, sorted=True,
+                        policy="[select.short_row]\nmax_width = 0\n", family="direct_exact")
+        self.assertEqual(p.info["family"], "direct_exact")
+        self.assertNotEqual(p.info["cache_key"], sgtopk.plan(64, 100, 30000, device=-1, arch="sm_90").info["cache_key"])
+
+    def test_prewarm_writes_the_disk_cache(self):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, SGTOPK_CACHE_DIR=cache, PYTHONPATH=os.path.join(REPO, "python"))
+            code = ("import sgtopk\np = sgtopk.plan(2048, 1000, 8192, device=-1, arch='sm_90')\n"
+                    "print(p.info['family'], p.info['on_disk'])\n")
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.split(), ["short_row", "True"])
+            self.assertTrue(any(f.endswith(".sgtopkbin") for _, _, files in os.walk(cache) for f in files))
+
+    def test_bad_problems_raise_the_library_message(self):
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            sgtopk.plan(0, 10, 1000, device=-1, arch="sm_90")
+        self.assertEqual(e.exception.status, 1)  # SGTOPK_ERROR_INVALID_ARGUMENT
+        self.assertIn("K=0", str(e.exception))
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            sgtopk.plan(16, 10, 1000, pitch=999, device=-1, arch="sm_90")
+        self.assertIn("pitch 999", str(e.exception))
+
+    def test_policy_errors_name_the_key(self):
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            sgtopk.plan(16, 10, 1000, device=-1, arch="sm_90", policy="[select.short_row]\nmax_width = -1\n")
+        self.assertEqual(e.exception.status, 2)  # SGTOPK_ERROR_POLICY
+        self.assertIn("select.short_row.max_width", str(e.exception))
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            sgtopk.plan(16, 10, 1000, device=-1, arch="sm_90", family="no_such_family")
+        self.assertIn("no_such_family", str(e.exception))
+
+
+@unittest.skipIf(torch is None, NO_TORCH)
+class TorchWithoutGpu(unittest.TestCase):
+    def test_ops_are_registered_with_their_schemas(self):
+        self.assertTrue(sgtopk.HAS_TORCH_OPS)
+        schema = str(torch.ops.sgtopk.select.default._schema)
+        self.assertIn("sgtopk::select(Tensor scores, int k, Tensor? lengths=None, Tensor? starts=None, bool sorted=False)",
+                      schema)
+        self.assertIn("-> Tensor", schema)
+        schema = str(torch.ops.sgtopk.select_with_values.default._schema)
+        self.assertIn("-> (Tensor, Tensor)", schema)
+
+    def test_fake_implementations_give_the_shapes(self):
+        scores = torch.empty(8, 5000, device="meta")
+        idx = torch.ops.sgtopk.select(scores, 16)
+        self.assertEqual((tuple(idx.shape), idx.dtype), ((8, 16), torch.int32))
+        idx, val = torch.ops.sgtopk.select_with_values(scores, 16, None, None, True)
+        self.assertEqual((tuple(val.shape), val.dtype), ((8, 16), torch.float32))
+
+    def test_bad_arguments_raise_in_the_callers_terms(self):
+        cpu = torch.zeros(4, 100)
+        with self.assertRaisesRegex(ValueError, "scores must be a CUDA tensor"):
+            sgtopk.select(cpu, 8)
+        with self.assertRaisesRegex(TypeError, "scores must be a torch.Tensor"):
+            sgtopk.select([[1.0, 2.0]], 1)
+
+
+@unittest.skipIf(not HAS_GPU, NO_TORCH if torch is None else NO_GPU)
+class OnGpu(unittest.TestCase):
+    @staticmethod
+    def reference(scores, k, lengths=None):
+        """Indices of a stable descending sort (ties to the lower index), -1 past a short row."""
+        rows, width = scores.shape
+        out = torch.full((rows, k), -1, dtype=torch.int64)
+        for r in range(rows):
+            n = width if lengths is None else int(lengths[r])
+            row = scores[r, :n].double().cpu()
+            order = sorted(range(n), key=lambda i: (-row[i].item(), i))[:k]
+            out[r, :len(order)] = torch.tensor(order, dtype=torch.int64)
+        return out
+
+    def check_rows(self, got, want):
+        self.assertEqual(got.shape, want.shape)
+        for r in range(got.shape[0]):
+            self.assertEqual(sorted(got[r].tolist()), sorted(want[r].tolist()), "row %d" % r)
+
+    def test_select_is_exact_with_ties_lengths_and_values(self):
+        gen = torch.Generator(device="cpu").manual_seed(7)
+        for rows, width, k in ((3, 5000, 64), (40, 20000, 2048), (5, 300000, 100)):
+            scores = torch.randint(0, 50, (rows, width), generator=gen).float().cuda()  # many ties
+            lengths = torch.tensor([random.Random(r).randint(1, width) for r in range(rows)], dtype=torch.int32).cuda()
+            idx, val = sgtopk.select(scores, k, lengths=lengths, values=True, sorted=True)
+            self.check_rows(idx.cpu().long(), self.reference(scores, k, lengths.cpu()))
+            live = idx >= 0
+            self.assertTrue(torch.equal(val[live], scores.gather(1, idx.clamp(min=0).long())[live]))
+            self.assertTrue(bool((val[:, :-1] >= val[:, 1:]).all()))
+
+    def test_out_and_strided_rows(self):
+        base = torch.randn(16, 9000, device="cuda")
+        scores = base[:, :8000]  # pitch 9000
+        out = torch.full((16, 32), 12345, dtype=torch.int32, device="cuda")
+        res = sgtopk.select(scores, 32, out=out)
+        self.assertIs(res, out)
+        self.check_rows(out.cpu().long(), self.reference(scores.cpu(), 32))
+
+    def test_graph_capture_replays(self):
+        scores = torch.randn(64, 16384, device="cuda")
+        sgtopk.select(scores, 2048)  # plan compiled outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            idx = torch.ops.sgtopk.select(scores, 2048)
+        scores.copy_(torch.randn(64, 16384, device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        self.check_rows(idx.cpu().long(), self.reference(scores.cpu(), 2048))
+
+    def test_torch_compile_without_graph_breaks(self):
+        def step(scores):
+            return torch.ops.sgtopk.select(scores * 2.0, 16)
+
+        compiled = torch.compile(step, fullgraph=True)
+        scores = torch.randn(8, 5000, device="cuda")
+        self.check_rows(compiled(scores).cpu().long(), self.reference(scores.cpu(), 16))
+
+
+if __name__ == "__main__":
+    unittest.main()
