@@ -384,6 +384,26 @@ TEST(ReferenceFamilies, ShapesAreAsAdvertised) {
             sgtopk::testing::make_row(RowFamily::kIndexerLike, 1000, 64, b));
 }
 
+// The indexer-like rows are the ones they always were (the generator skips
+// work where a draw is 0 for sure, never changing a bit or a draw): the
+// FNV-1a hash of a row's bits and the next draw, from the plain Box-Muller
+// formula it replaced.
+TEST(RowFamilies, IndexerLikeRowsKeepTheirBitsAndDraws) {
+  std::mt19937_64 rng(42);
+  const std::vector<float> row = sgtopk::testing::make_row(RowFamily::kIndexerLike, 40000, 2048, rng);
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (float x : row) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    for (int i = 0; i < 4; ++i) {
+      hash ^= (bits >> (8 * i)) & 0xffu;
+      hash *= 0x100000001b3ull;
+    }
+  }
+  EXPECT_EQ(hash, 0xcf48f84df67ebc67ull);
+  EXPECT_EQ(rng(), 0x001a40b74779cbe8ull);
+}
+
 // ----------------------------------------------------- check_select_row ----
 
 class ReferenceCheck : public ::testing::Test {
