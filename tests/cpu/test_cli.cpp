@@ -1002,3 +1002,38 @@ TEST_F(CliTest, DisabledDiskCacheWritesNothing) {
   EXPECT_TRUE(contains(again.out, "compiled now")) << again.show();
   EXPECT_TRUE(files_under(cache_).empty());
 }
+
+// Rows from a score file (.npy, as replay reads it) instead of the generator:
+// one line for the file, the grid over it too, and usage errors for what does
+// not apply.
+TEST_F(CliTest, SimulateOverAScoreFile) {
+  const fs::path scores = root_ / "s.npy", lengths = root_ / "l.npy";
+  const CliResult cap = run("capture --rows 6 --width 20000 --k 256 --family uniform --causal --out " +
+                            shell_quote(scores.string()) + " --lengths-out " + shell_quote(lengths.string()));
+  ASSERT_EQ(cap.exit_code, 0) << cap.show();
+  const std::string files = shell_quote(scores.string()) + " --lengths " + shell_quote(lengths.string());
+  const CliResult r = run("simulate --k 256 --scores " + files);
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n\S*s\.npy +6 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ )"))) << r.show();
+  write_text(root_ / "grid.toml", "[grid]\n\"select.sampled.stride_narrow\" = [16, 64]\n");
+  const CliResult g = run("simulate --k 256 --scores " + files + " --grid " + shell_quote((root_ / "grid.toml").string()));
+  ASSERT_EQ(g.exit_code, 0) << g.show();
+  EXPECT_TRUE(contains(g.out, "2 policies from")) << g.show();
+  EXPECT_TRUE(contains(g.out, "s.npy (6 rows)")) << g.show();
+
+  const auto expect_usage_error = [&](const std::string& args, const std::string& message) {
+    const CliResult bad = run("simulate " + args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.show();
+    EXPECT_TRUE(contains(bad.err, message)) << message << "\n" << bad.show();
+  };
+  expect_usage_error("--lengths " + shell_quote(lengths.string()), "--lengths needs --scores");
+  expect_usage_error("--scores " + shell_quote(scores.string()) + " --rows 3", "--rows does not apply to --scores");
+  expect_usage_error("--scores " + shell_quote(scores.string()) + " --family uniform", "--family does not apply");
+  expect_usage_error("--scores " + shell_quote((root_ / "missing.npy").string()), "missing.npy: cannot read");
+  write_npy_bytes(root_ / "flat.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", std::string(24, '\0'));
+  expect_usage_error("--scores " + shell_quote((root_ / "flat.npy").string()), "scores must be a 2-D array");
+  write_npy_bytes(root_ / "long.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }",
+                  std::string("\x21\x4e\x00\x00", 4) + std::string(20, '\0'));  // 20001 > the width
+  expect_usage_error("--scores " + shell_quote(scores.string()) + " --lengths " + shell_quote((root_ / "long.npy").string()),
+                     "lengths");
+}

@@ -25,6 +25,7 @@
 #include "runtime/policy.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/config_files.h"
+#include "tools/cli/npy.h"
 
 namespace sgtopk::cli {
 namespace {
@@ -36,6 +37,8 @@ using reference::SampledDecision;
 // at once (one per thread) at most 2^32 bytes.
 constexpr int64_t kMaxSimulatedScores = int64_t{1} << 36;
 constexpr int64_t kMaxRowBytesInFlight = int64_t{1} << 32;
+// A score file (--scores) is held in memory whole: at most 2^34 bytes.
+constexpr uint64_t kMaxScoreFileBytes = uint64_t{1} << 34;
 
 struct RouteTally {
   int64_t rows = 0, short_rows = 0, primary = 0, band = 0, exact = 0;  // exact includes no-view
@@ -134,7 +137,9 @@ struct SimulateCommand {
   std::string family = "indexer_like";
   std::string policy_file;
   std::string grid_file;
+  std::string scores_path, lengths_path;
   bool causal = false;
+  CLI::App* app = nullptr;
 
   int run() {
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;
@@ -143,7 +148,29 @@ struct SimulateCommand {
     p.width = 262144;
     problem.apply(&p);  // each in range: checked by the options
     const int k = p.k;
-    const int64_t rows = p.rows, width = p.width;
+    int64_t rows = p.rows, width = p.width;
+
+    // Rows from a score file (as `sgtopk replay` reads it) instead of the generator.
+    std::vector<float> file_scores;
+    std::vector<int32_t> file_lengths;
+    if (!lengths_path.empty() && scores_path.empty()) throw UsageError("--lengths needs --scores");
+    if (!scores_path.empty()) {
+      for (const char* name : {"--family", "--causal", "--rows", "--width"})
+        if (app->count(name) > 0)
+          throw UsageError(std::string(name) + " does not apply to --scores (the file gives the rows and their width)");
+      const NpyArray scores = read_npy(scores_path, kMaxScoreFileBytes);
+      if (scores.dtype != "<f4") throw UsageError(scores_path + ": scores must be float32 ('<f4'), not " + scores.dtype);
+      if (scores.shape.size() != 2 || scores.shape[0] < 1 || scores.shape[1] < 1)
+        throw UsageError(scores_path + ": scores must be a 2-D array (rows x width) with at least one row and column");
+      rows = scores.shape[0];
+      width = scores.shape[1];
+      file_scores.resize(static_cast<size_t>(rows * width));
+      std::copy(scores.data.begin(), scores.data.end(), reinterpret_cast<char*>(file_scores.data()));
+      if (!lengths_path.empty())
+        file_lengths = npy_int32_values(read_npy(lengths_path, 8 * static_cast<uint64_t>(rows) + 4096), "lengths",
+                                        lengths_path, rows, 0, width);
+    }
+    const bool from_file = !file_scores.empty();
 
     namespace rf = sgtopk::rows;
     std::vector<rf::RowFamily> families;
@@ -180,8 +207,11 @@ struct SimulateCommand {
     }
     const detail::SelectSampledPolicy& sp = policy.sampled;
 
-    // Row i of a causal batch (prefill) sees width - rows + 1 + i keys.
-    auto length_of = [&](int64_t i) { return causal ? std::max<int64_t>(0, width - rows + 1 + i) : width; };
+    // Row i of a causal batch (prefill) sees width - rows + 1 + i keys; a file's row its given length.
+    auto length_of = [&](int64_t i) -> int64_t {
+      if (from_file) return file_lengths.empty() ? width : file_lengths[static_cast<size_t>(i)];
+      return causal ? std::max<int64_t>(0, width - rows + 1 + i) : width;
+    };
     std::printf("simulate: K=%d, %lld %s of length %lld..%lld; stride %d for rows >= %lld wide, else %d; "
                 "margins %.3g (primary) / %.3g (band)\n",
                 k, static_cast<long long>(rows), causal ? "causal rows" : "rows", static_cast<long long>(length_of(0)),
@@ -195,6 +225,8 @@ struct SimulateCommand {
       return 0x5eed2026c0ffee11ull ^ (static_cast<uint64_t>(f) + 1) * 0x9E3779B97F4A7C15ull ^
              static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
     };
+    if (from_file) families.resize(1);  // one set of rows: the file's
+    const std::string rows_label = from_file ? scores_path : "";
     const size_t tasks = families.size() * static_cast<size_t>(rows);
     const size_t memory_threads = static_cast<size_t>(std::max<int64_t>(1, kMaxRowBytesInFlight / (width * 4)));
     const size_t threads =
@@ -209,14 +241,18 @@ struct SimulateCommand {
         for (size_t task = next++; task < tasks; task = next++) {
           const size_t fi = task / static_cast<size_t>(rows);
           const int64_t i = static_cast<int64_t>(task % static_cast<size_t>(rows));
-          std::mt19937_64 rng(seed_of(families[fi], i));
           const int64_t len = length_of(i);
-          const std::vector<float> row = rf::make_row(families[fi], len, k, rng);
+          std::vector<float> generated;
+          if (!from_file) {
+            std::mt19937_64 rng(seed_of(families[fi], i));
+            generated = rf::make_row(families[fi], len, k, rng);
+          }
+          const float* row = from_file ? file_scores.data() + i * width : generated.data();
           // The row id is the row's index in the launch, as on the GPU.
-          if (grid.empty()) partial[t][fi].add(reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), sp));
+          if (grid.empty()) partial[t][fi].add(reference::decide_sampled_route(row, len, k, static_cast<uint64_t>(i), sp));
           for (size_t g = 0; g < grid.size(); ++g)
             grid_partial[t][g].add(
-                reference::decide_sampled_route(row.data(), len, k, static_cast<uint64_t>(i), grid[g].policy.sampled), len, k);
+                reference::decide_sampled_route(row, len, k, static_cast<uint64_t>(i), grid[g].policy.sampled), len, k);
           ++done;
         }
       } catch (...) {
@@ -247,7 +283,8 @@ struct SimulateCommand {
 
     if (!grid.empty()) {
       std::printf("%zu policies from %s over %s (%zu rows):\n", grid.size(), grid_file.c_str(),
-                  families.size() > 1 ? "every row family" : rf::family_name(families[0]), tasks);
+                  from_file ? rows_label.c_str() : families.size() > 1 ? "every row family" : rf::family_name(families[0]),
+                  tasks);
       std::printf("%8s %6s %6s %6s %6s %6s %6s  %s\n", "primary%", "band%", "exact%", "a/K50", "a/K90", "a/K99", "reads",
                   "policy");
       for (size_t g = 0; g < grid.size(); ++g) {
@@ -267,7 +304,7 @@ struct SimulateCommand {
     for (size_t fi = 0; fi < families.size(); ++fi) {
       RouteTally t;
       for (const auto& part : partial) t.merge(part[fi]);
-      print_tally(rf::family_name(families[fi]), t, k);
+      print_tally(from_file ? rows_label.c_str() : rf::family_name(families[fi]), t, k);
       total.merge(t);
     }
     if (families.size() > 1) print_tally("all", total, k);
@@ -285,6 +322,7 @@ Runner add_simulate(CLI::App& app) {
   sub->footer(
       "Prints, per row family, the % of rows certified by the primary proposal, by the band pass, sent to the\n"
       "exact route, or short (len <= K), and the candidates admitted / K. rows x width x families at most 2^36.");
+  cmd->app = sub;
   cmd->problem.add(sub, ProblemOptions::Set::shape, 2048, 256, 262144);
   sub->add_option("--family", cmd->family, "a row family, or all (default indexer_like)")->type_name("NAME|all");
   sub->add_option("--policy", cmd->policy_file, "policy TOML over the defaults (its [select.sampled] keys)")
@@ -294,6 +332,12 @@ Runner add_simulate(CLI::App& app) {
                   "experiment TOML: a [grid] table of dotted policy keys, each an array of values; every combination\n"
                   "is one policy over --policy (at most 256), all decided on the same rows")
       ->type_name("FILE");
+  sub->add_option("--scores", cmd->scores_path,
+                  "decide on the rows of a float32 .npy matrix (rows x width, as `sgtopk replay` reads it) instead of\n"
+                  "generated rows")
+      ->type_name("SCORES.npy");
+  sub->add_option("--lengths", cmd->lengths_path, "with --scores: int32/int64 .npy of each row's valid length")
+      ->type_name("LEN.npy");
   return [cmd] { return cmd->run(); };
 }
 
