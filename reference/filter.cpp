@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "reference/select.h"
@@ -28,7 +29,62 @@ std::string format_counts(const std::vector<int64_t>& counts) {
 
 }  // namespace
 
-FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p) {
+std::vector<float> scaled_row(const float* logits, int64_t vocab, float temperature) {
+  std::vector<float> row(logits, logits + std::max<int64_t>(vocab, 0));
+  if (temperature_scales(temperature) && temperature != 1.0f)
+    for (float& x : row) x = x / temperature;  // IEEE float division, as the kernels
+  return row;
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &wide, 4);
+  return x;
+}
+
+float fp16_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  uint32_t wide;
+  if (exponent == 0x1fu) {
+    wide = sign | 0x7f800000u | (mantissa << 13);  // infinity, or NaN with its payload
+  } else if (exponent != 0) {
+    wide = sign | ((exponent + 112u) << 23) | (mantissa << 13);  // rebias 15 -> 127
+  } else if (mantissa == 0) {
+    wide = sign;  // signed zero
+  } else {  // subnormal: m * 2^-24, a normal float
+    int shift = 0;
+    uint32_t m = mantissa;
+    while ((m & 0x400u) == 0) {
+      m <<= 1;
+      ++shift;
+    }
+    wide = sign | ((113u - static_cast<uint32_t>(shift)) << 23) | ((m & 0x3ffu) << 13);
+  }
+  float x;
+  std::memcpy(&x, &wide, 4);
+  return x;
+}
+
+std::vector<float> widen_bf16(const uint16_t* bits, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(bits[i]);
+  return out;
+}
+
+std::vector<float> widen_fp16(const uint16_t* bits, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = fp16_to_float(bits[i]);
+  return out;
+}
+
+FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p, float temperature) {
+  if (!temperature_scales(temperature)) return filter_row_reference(logits, vocab, 1, 1.0f);  // greedy
+  if (temperature != 1.0f) {
+    const std::vector<float> scaled = scaled_row(logits, vocab, temperature);
+    return filter_row_reference(scaled.data(), vocab, k, p);
+  }
   FilterRowReference r;
   if (vocab <= 0) return r;
   // select_row is the filter order already (value desc in contract order,
@@ -83,8 +139,8 @@ FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int 
   return r;
 }
 
-std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p) {
-  return filter_row_reference(logits, vocab, k, p).kept();
+std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p, float temperature) {
+  return filter_row_reference(logits, vocab, k, p, temperature).kept();
 }
 
 std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vector<int32_t>& kept, float mask_value) {
@@ -94,8 +150,8 @@ std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vec
 }
 
 std::string check_filter_candidates(const float* logits, int64_t vocab, int k, float p, const int32_t* indices,
-                                    int64_t count) {
-  const FilterRowReference r = filter_row_reference(logits, vocab, k, p);
+                                    int64_t count, float temperature) {
+  const FilterRowReference r = filter_row_reference(logits, vocab, k, p, temperature);
   const auto& ok = r.acceptable_counts;
   if (std::find(ok.begin(), ok.end(), count) == ok.end()) {
     return "kept " + std::to_string(count) + " tokens, expected " + format_counts(ok);
@@ -115,8 +171,8 @@ std::string check_filter_candidates(const float* logits, int64_t vocab, int k, f
 }
 
 std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p, const float* masked,
-                              float mask_value) {
-  const FilterRowReference r = filter_row_reference(logits, vocab, k, p);
+                              float mask_value, float temperature) {
+  const FilterRowReference r = filter_row_reference(logits, vocab, k, p, temperature);
   if (vocab > 0 && !masked) return "masked row is null";
   std::string error;
   for (int64_t c : r.acceptable_counts) {

@@ -28,6 +28,14 @@
 //    NaN logits only when fewer than k tokens are numbers, as select does.
 //  - In a row with mass, the shortest prefix ends on a token with positive
 //    mass: -inf and NaN tokens never extend it (outside the ambiguity below).
+//  - Temperature T: a finite T > 0 divides every logit in float (IEEE
+//    division, correctly rounded, as the kernels do) before the order and the
+//    softmax, so logits whose quotients round equal are a tie; the kept
+//    entries of a mask are still the caller's unscaled logits. Any other T
+//    (<= 0, NaN, +inf) is greedy: only the first token of the unscaled order
+//    is kept, as engines treat T = 0 (docs/filter-design.md).
+//  - bf16 and fp16 logits widen to float exactly; their reference is that of
+//    the widened row.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +51,7 @@ inline constexpr double kFilterMassTolerance = 1e-6;
 
 inline bool top_k_enabled(int k, int64_t vocab) { return k > 0 && k < vocab; }
 inline bool top_p_enabled(float p) { return p < 1.0f; }  // false for NaN
+inline bool temperature_scales(float t) { return t > 0.0f && t < std::numeric_limits<float>::infinity(); }
 
 // Everything the reference knows about one row.
 struct FilterRowReference {
@@ -65,12 +74,23 @@ struct FilterRowReference {
   }
 };
 
-// The reference for one row of `vocab` logits. vocab <= 0 gives an empty
-// result (count 0, no acceptable count).
-FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p);
+// The reference for one row of `vocab` logits at temperature T (1: none).
+// vocab <= 0 gives an empty result (count 0, no acceptable count).
+FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int k, float p, float temperature = 1.0f);
 
 // The kept indices in filter order (filter_row_reference(...).kept()).
-std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p);
+std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p, float temperature = 1.0f);
+
+// The row the order and the softmax see: each logit divided by T in float
+// (a copy of the row when T is 1 or does not scale).
+std::vector<float> scaled_row(const float* logits, int64_t vocab, float temperature);
+
+// bf16 and fp16 bit patterns widened to float (exact: every value, infinity
+// and NaN of the narrow type is a float).
+float bf16_to_float(uint16_t bits);
+float fp16_to_float(uint16_t bits);
+std::vector<float> widen_bf16(const uint16_t* bits, int64_t n);
+std::vector<float> widen_fp16(const uint16_t* bits, int64_t n);
 
 // The in-place mask applied to a copy of the row: entries not in `kept` set
 // to mask_value, kept entries untouched (bitwise).
@@ -83,8 +103,8 @@ std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vec
 //  - mask: the row equals masked_row(..., order[0, c), mask_value) bitwise
 //    for some acceptable c.
 std::string check_filter_candidates(const float* logits, int64_t vocab, int k, float p, const int32_t* indices,
-                                    int64_t count);
+                                    int64_t count, float temperature = 1.0f);
 std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p, const float* masked,
-                              float mask_value = -std::numeric_limits<float>::infinity());
+                              float mask_value = -std::numeric_limits<float>::infinity(), float temperature = 1.0f);
 
 }  // namespace sgtopk::reference

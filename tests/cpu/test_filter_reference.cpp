@@ -515,3 +515,100 @@ TEST(FilterReference, LargeVocabularyMatchesBruteForce) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------- temperature ----
+
+namespace {
+
+// Two neighbouring floats a > b whose quotients by t round to the same float
+// (from a near 2, whose spacing is half that of quotients near 1).
+std::pair<float, float> pair_tied_by(float t) {
+  float a = 1.95f;
+  for (int i = 0; i < 1000; ++i, a = std::nextafter(a, 2.0f)) {
+    const float b = std::nextafter(a, 0.0f);
+    if (a / t == b / t) return {a, b};
+  }
+  return {0.0f, 0.0f};
+}
+
+}  // namespace
+
+TEST(FilterReference, TemperatureDividesBeforeTheOrderAndMakesTies) {
+  const float t = 1.9f;
+  const auto [a, b] = pair_tied_by(t);
+  ASSERT_GT(a, b) << "no pair of floats ties under division by " << t;
+  const std::vector<float> row = {b, a, -1.0f};
+  EXPECT_EQ(filter_row(row.data(), 3, 1, 1.0f), (Indices{1}));        // unscaled: a first
+  EXPECT_EQ(filter_row(row.data(), 3, 1, 1.0f, t), (Indices{0}));  // scaled: a tie, the lower index
+  // The mask keeps the caller's unscaled logits.
+  const std::vector<float> masked = masked_row(row.data(), 3, {0});
+  EXPECT_EQ(check_filter_mask(row.data(), 3, 1, 1.0f, masked.data(), -kInf, t), "");
+  EXPECT_NE(check_filter_mask(row.data(), 3, 1, 1.0f, masked.data()), "");
+  const Indices kept = {0};
+  EXPECT_EQ(check_filter_candidates(row.data(), 3, 1, 1.0f, kept.data(), 1, t), "");
+}
+
+TEST(FilterReference, TemperatureIsTheReferenceOfTheScaledRow) {
+  SGTOPK_SEEDED_RNG(rng, "temperature");
+  std::normal_distribution<float> logit(0.0f, 3.0f);
+  for (float t : {0.3f, 0.7f, 1.0f, 1.5f, 4.0f}) {
+    std::vector<float> row(5000);
+    for (float& x : row) x = logit(rng.engine());
+    const std::vector<float> scaled = scaled_row(row.data(), 5000, t);
+    for (int i = 0; i < 5000; ++i) ASSERT_EQ(scaled[static_cast<size_t>(i)], row[static_cast<size_t>(i)] / t);
+    for (const auto& [k, p] : {std::pair<int, float>{50, 0.9f}, {0, 0.5f}, {300, 1.0f}}) {
+      const FilterRowReference got = filter_row_reference(row.data(), 5000, k, p, t);
+      const FilterRowReference want = filter_row_reference(scaled.data(), 5000, k, p);
+      EXPECT_EQ(got.kept(), want.kept()) << "T " << t << " k " << k << " p " << p;
+      EXPECT_EQ(got.acceptable_counts, want.acceptable_counts);
+    }
+  }
+  // A hotter row keeps more tokens for the same p, a colder one fewer.
+  std::vector<float> row(2000);
+  for (float& x : row) x = logit(rng.engine());
+  EXPECT_LT(filter_row(row.data(), 2000, 0, 0.9f, 0.5f).size(), filter_row(row.data(), 2000, 0, 0.9f).size());
+  EXPECT_GT(filter_row(row.data(), 2000, 0, 0.9f, 2.0f).size(), filter_row(row.data(), 2000, 0, 0.9f).size());
+}
+
+TEST(FilterReference, TemperatureThatDoesNotScaleIsGreedy) {
+  const std::vector<float> row = {0.5f, 2.0f, 2.0f, -kInf, kNaN};
+  for (float t : {0.0f, -0.0f, -1.0f, kNaN, kInf}) {
+    EXPECT_EQ(filter_row(row.data(), 5, 0, 1.0f, t), (Indices{1})) << "T " << t;
+    EXPECT_EQ(filter_row(row.data(), 5, 4, 0.99f, t), (Indices{1})) << "T " << t;
+  }
+  const std::vector<float> all_inf(4, -kInf);
+  EXPECT_EQ(filter_row(all_inf.data(), 4, 0, 1.0f, 0.0f), (Indices{0}));
+}
+
+// ------------------------------------------------------- narrow dtypes ----
+
+TEST(FilterReference, Fp16WidensExactlyForEveryPattern) {
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    _Float16 h;
+    const uint16_t b16 = static_cast<uint16_t>(bits);
+    std::memcpy(&h, &b16, 2);
+    const float want = static_cast<float>(h), got = fp16_to_float(b16);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << std::hex << bits;
+      ASSERT_EQ(std::signbit(got), std::signbit(want)) << std::hex << bits;
+    } else {
+      ASSERT_EQ(float_bits(got), float_bits(want)) << std::hex << bits;
+    }
+  }
+}
+
+TEST(FilterReference, Bf16WidensByItsHighBitsAndNarrowRowsFilterAsTheirWideCopies) {
+  EXPECT_EQ(bf16_to_float(0x3f80), 1.0f);
+  EXPECT_EQ(bf16_to_float(0xc000), -2.0f);
+  EXPECT_EQ(bf16_to_float(0xff80), -kInf);
+  EXPECT_TRUE(std::isnan(bf16_to_float(0x7fc0)));
+  EXPECT_EQ(float_bits(bf16_to_float(0x8000)), 0x80000000u);
+  // bf16 rows tie far more often: ties keep the lower indices.
+  const std::vector<uint16_t> bits = {0x3f80, 0x4000, 0x4000, 0x3f80, 0xff80, 0x4000};
+  const std::vector<float> row = widen_bf16(bits.data(), 6);
+  EXPECT_EQ(filter_row(row.data(), 6, 4, 1.0f), (Indices{1, 2, 5, 0}));
+  const std::vector<uint16_t> halves = {0x3c00, 0x4000, 0x4000, 0xfc00};  // 1, 2, 2, -inf in fp16
+  const std::vector<float> wide = widen_fp16(halves.data(), 4);
+  EXPECT_EQ(wide, (std::vector<float>{1.0f, 2.0f, 2.0f, -kInf}));
+  EXPECT_EQ(filter_row(wide.data(), 4, 2, 1.0f), (Indices{1, 2}));
+}
