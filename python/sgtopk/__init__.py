@@ -93,16 +93,21 @@ def plan(k, rows, width, *, pitch=0, out_pitch=0, values=False, sorted=False, st
         return found
 
 
-def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, *, policy=None, family=None):
+def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, *, policy=None, family=None,
+           index_offsets=None, page_table=None, page_size=0):
     """Exact top-k of each row of a CUDA float32 matrix: int32 indices [rows, k] (with values=True,
     also float32 values). Ties go to the lower index; a row shorter than k pads with -1 (values:
     -inf); sorted=True orders each row by value descending. lengths: int32 [rows] valid lengths
     (default: every row is scores.shape[1] long); starts: int32 [rows] window starts. out: the
-    indices tensor, or (indices, values), to write instead of allocating."""
+    indices tensor, or (indices, values), to write instead of allocating. The fused index
+    transform (sparse attention's addressing; -1 stays -1): index_offsets, int32 [rows], writes
+    index + index_offsets[row]; page_table, int32 [rows, pages] with page_size, writes
+    page_table[row][index // page_size] * page_size + index % page_size."""
     from . import _torch
 
     return _torch.select(scores, k, lengths=lengths, starts=starts, values=values, sorted=sorted, out=out,
-                         policy=policy, family=family)
+                         policy=policy, family=family, index_offsets=index_offsets, page_table=page_table,
+                         page_size=page_size)
 
 
 def _register_ops():

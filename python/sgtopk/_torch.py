@@ -44,7 +44,8 @@ def _pitch(t):
     return t.stride(0) if t.shape[0] > 1 else t.shape[1]
 
 
-def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, policy=None, family=None):
+def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, policy=None, family=None,
+           index_offsets=None, page_table=None, page_size=0):
     _check_matrix("scores", scores, torch.float32)
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError("k must be an int, got %s" % type(k).__name__)
@@ -56,6 +57,21 @@ def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out
         _check_vector("lengths", lengths, rows, device)
     if starts is not None:
         _check_vector("starts", starts, rows, device)
+    if index_offsets is not None and page_table is not None:
+        raise ValueError("index_offsets and page_table are two index transforms: pass at most one")
+    if index_offsets is not None:
+        _check_vector("index_offsets", index_offsets, rows, device)
+    if page_table is not None:
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError("page_table needs page_size, a positive int (got %r)" % (page_size,))
+        _check_matrix("page_table", page_table, torch.int32, rows)
+        if page_table.device != device:
+            raise ValueError("page_table must be on the scores' device %s (got %s)" % (device, page_table.device))
+        if page_table.shape[1] * page_size < width:
+            raise ValueError("page_table has %d pages of %d tokens a row: fewer than the %d scores of a row"
+                             % (page_table.shape[1], page_size, width))
+    elif page_size:
+        raise ValueError("page_size is given without a page_table")
     if out is None:
         indices = torch.empty((rows, k), dtype=torch.int32, device=device)
         vals = torch.empty((rows, k), dtype=torch.float32, device=device) if values else None
@@ -75,9 +91,13 @@ def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out
     from . import plan
 
     p = plan(k, rows, width, pitch=_pitch(scores), out_pitch=_pitch(indices), values=values, sorted=sorted,
-             starts=starts is not None, device=device.index if device.index is not None else torch.cuda.current_device(),
-             policy=policy, family=family)
-    args = _capi.select_args(scores=scores, lengths=lengths, starts=starts, indices=indices, values=vals)
+             starts=starts is not None, index_offsets=index_offsets is not None,
+             page_size=page_size if page_table is not None else 0,
+             page_table_pitch=_pitch(page_table) if page_table is not None else 0,
+             device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy,
+             family=family)
+    args = _capi.select_args(scores=scores, lengths=lengths, starts=starts, indices=indices, values=vals,
+                             index_offsets=index_offsets, page_table=page_table)
     with torch.cuda.device(device):
         p.select(args, torch.cuda.current_stream(device).cuda_stream)
     return (indices, vals) if values else indices

@@ -73,6 +73,16 @@ class Planning(unittest.TestCase):
             self.assertEqual(out.stdout.split(), ["short_row", "True"])
             self.assertTrue(any(f.endswith(".sgtopkbin") for _, _, files in os.walk(cache) for f in files))
 
+    def test_index_transforms_reach_the_plan(self):
+        plain = sgtopk.plan(2048, 64, 4096, device=-1, arch="sm_90")
+        offsets = sgtopk.plan(2048, 64, 4096, device=-1, arch="sm_90", index_offsets=True)
+        pages = sgtopk.plan(2048, 64, 4096, device=-1, arch="sm_90", page_size=64)
+        keys = {plain.info["cache_key"], offsets.info["cache_key"], pages.info["cache_key"]}
+        self.assertEqual(len(keys), 3)
+        self.assertIn("kPageSize=64", pages.info["parameters"])
+        with self.assertRaises(sgtopk.SgtopkError):  # a page table needs a page size the library accepts
+            sgtopk.plan(2048, 64, 4096, device=-1, arch="sm_90", page_size=-1)
+
     def test_bad_problems_raise_the_library_message(self):
         with self.assertRaises(sgtopk.SgtopkError) as e:
             sgtopk.plan(0, 10, 1000, device=-1, arch="sm_90")
@@ -155,6 +165,25 @@ class OnGpu(unittest.TestCase):
         res = sgtopk.select(scores, 32, out=out)
         self.assertIs(res, out)
         self.check_rows(out.cpu().long(), self.reference(scores.cpu(), 32))
+
+    def test_fused_index_transforms(self):
+        rows, width, k, page = 6, 3000, 40, 16
+        scores = torch.randn(rows, width, device="cuda")
+        plain = sgtopk.select(scores, k).long().cpu()
+        offsets = torch.arange(rows, dtype=torch.int32, device="cuda") * 100000
+        got = sgtopk.select(scores, k, index_offsets=offsets).long().cpu()
+        self.assertTrue(torch.equal(got, plain + offsets.long().cpu()[:, None]))
+        pages = (width + page - 1) // page
+        table = torch.stack([torch.randperm(pages, dtype=torch.int32) for _ in range(rows)]).cuda()
+        got = sgtopk.select(scores, k, page_table=table, page_size=page).long().cpu()
+        want = table.long().cpu().gather(1, plain // page) * page + plain % page
+        self.assertTrue(torch.equal(got, want))
+        with self.assertRaisesRegex(ValueError, "at most one"):
+            sgtopk.select(scores, k, index_offsets=offsets, page_table=table, page_size=page)
+        with self.assertRaisesRegex(ValueError, "page_size"):
+            sgtopk.select(scores, k, page_table=table)
+        with self.assertRaisesRegex(ValueError, "fewer than"):
+            sgtopk.select(scores, k, page_table=table[:, :2].contiguous(), page_size=page)
 
     def test_graph_capture_replays(self):
         scores = torch.randn(64, 16384, device="cuda")
