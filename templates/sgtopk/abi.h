@@ -31,6 +31,20 @@ struct SelectParams {
   const int* page_table;            // [rows][kPageTablePitch] (plans with kIndexTransform 2) or null
 };
 
+// One filter launch's arguments (docs/filter-design.md): per-row top-k,
+// top-p and temperature from arrays, or one value each where a pointer is null.
+struct FilterParams {
+  const float* logits;       // [rows][pitch]
+  float* out;                // [rows][pitch]: the masked rows (may be logits: in place)
+  long long pitch;
+  int rows, width;
+  const int* top_k;          // [rows] or null: top_k_value for every row
+  const float* top_p;        // [rows] or null: top_p_value
+  const float* temperature;  // [rows] or null: temperature_value
+  int top_k_value;
+  float top_p_value, temperature_value, mask_value;
+};
+
 // Counters at the start of a persistent family's workspace, restored by the
 // last worker out so that the next launch (or graph replay) starts from zero.
 struct RowClaims {

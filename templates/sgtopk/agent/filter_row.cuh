@@ -1,0 +1,219 @@
+// Filter, first version (exactness before speed; docs/filter-design.md): one
+// CTA per row, every decision by histogram passes over the row's ordered
+// keys, the mask written in one last pass. The kept set of every mode has one
+// shape: every key above a boundary key B, and the first t copies of B in
+// index order.
+//
+//   keys    ordered_key(x / T) (T applied by IEEE division; a temperature
+//           that does not scale means greedy: top-1)
+//   top-k   B_k, t_k: the k-th key of the order, three digit rounds of counts
+//   top-p   over the survivors, mass m(x) = expf(x - M) (M the largest
+//           survivor) in integers at 2^-40: the total Z, then three digit
+//           rounds of mass for the key where the mass from the top reaches
+//           ceil(p * Z); t = the copies needed, all of one mass
+//   mask    kept: key > B, or key == B among the first t by index
+//
+// The including source defines `Config`: kThreads. The launch's arguments
+// are abi.h's FilterParams.
+#pragma once
+#include "sgtopk/abi.h"
+#include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/util/keys.cuh"
+
+namespace sgtopk {
+
+template <typename Config>
+struct FilterRowAgent {
+  static constexpr int kThreads = Config::kThreads;
+  static constexpr int kDigitBits = 11;
+  static constexpr int kDigits = 1 << kDigitBits;
+  static constexpr u64 kMassOne = u64{1} << 40;
+
+  struct Shared {
+    u64 mass[kDigits];
+    u32 count[kDigits];
+    u32 scratch[64];
+    u64 total;
+    u32 max_key;
+  };
+
+  // Where a digit round found the rank: the digit, and the count or mass of
+  // the keys above it within the round's group.
+  struct Found {
+    u32 digit;
+    u64 above;
+  };
+
+  struct Row {
+    const float* logits;
+    int len;
+    float temperature;
+    bool scales;
+    SGTOPK_DEVICE float scaled(int i) const {
+      const float x = logits[i];
+      return scales ? x / temperature : x;
+    }
+    SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
+  };
+
+  // Mass of a scaled value relative to the largest survivor `top` (its key
+  // and value), in units of 2^-40: expf(x - top) for numbers; with top = +inf
+  // each +inf shares one unit and all else is 0; -inf and NaN are 0.
+  static SGTOPK_DEVICE u64 mass_of(float x, float top) {
+    if (top == __int_as_float(0x7f800000)) return x == top ? kMassOne : 0u;
+    if (!(x - x == 0.0f)) return 0u;  // -inf, NaN
+    const float m = expf(x - top);
+    return static_cast<u64>(static_cast<double>(m) * static_cast<double>(kMassOne) + 0.5);
+  }
+
+  // Thread 0 scans digits from the top for the first where the running sum
+  // reaches `target`; the others wait at the barrier after.
+  template <typename T>
+  static SGTOPK_DEVICE Found scan_digits(const T* bins, u64 target, u32* out) {
+    if (threadIdx.x == 0) {
+      u64 above = 0;
+      u32 d = kDigits - 1;
+      for (;; --d) {
+        if (above + bins[d] >= target || d == 0) break;
+        above += bins[d];
+      }
+      out[0] = d;
+      out[1] = static_cast<u32>(above);
+      out[2] = static_cast<u32>(above >> 32);
+    }
+    __syncthreads();
+    return Found{out[0], static_cast<u64>(out[1]) | (static_cast<u64>(out[2]) << 32)};
+  }
+
+  // The boundary key of the `target`-th unit from the top, counting keys
+  // (mass == false) or their mass (relative to `top`), over the keys that
+  // survive top-k: above bk, or bk itself counted `tk` times (tk ==
+  // 0xffffffff: no top-k). Returns B and sets *above to the units strictly
+  // above it.
+  static SGTOPK_DEVICE u32 boundary(Shared& s, const Row& row, u64 target, bool mass, float top, u32 bk, u32 tk,
+                                    u64* above_out) {
+    u32 prefix = 0;
+    u64 above = 0;
+    for (int round = 0; round < 3; ++round) {
+      const int shift = round == 0 ? 21 : round == 1 ? 10 : 0;
+      const int bits = round == 2 ? 10 : 11;
+      const u32 group_mask = round == 0 ? 0u : ~((1u << (shift + bits)) - 1u);  // the digits resolved so far
+      for (int i = threadIdx.x; i < kDigits; i += kThreads) {
+        s.count[i] = 0u;
+        s.mass[i] = 0u;
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < row.len; i += kThreads) {
+        const u32 key = row.key(i);
+        if ((key & group_mask) != prefix) continue;
+        if (tk != 0xffffffffu && key <= bk) continue;  // bk's copies: added once below
+        const u32 d = (key >> shift) & ((1u << bits) - 1u);
+        if (mass) atomicAdd(&s.mass[d], static_cast<unsigned long long>(mass_of(row.scaled(i), top)));
+        else atomicAdd(&s.count[d], 1u);
+      }
+      if (threadIdx.x == 0 && tk != 0xffffffffu && tk > 0u && (bk & group_mask) == prefix) {
+        const u32 d = (bk >> shift) & ((1u << bits) - 1u);
+        if (mass) atomicAdd(&s.mass[d], static_cast<unsigned long long>(static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top)));
+        else atomicAdd(&s.count[d], tk);
+      }
+      __syncthreads();
+      const Found f = mass ? scan_digits(s.mass, target - above, s.scratch)
+                           : scan_digits(s.count, target - above, s.scratch);
+      above += f.above;
+      prefix |= f.digit << shift;
+      __syncthreads();  // scratch and bins are rewritten next round
+    }
+    *above_out = above;
+    return prefix;
+  }
+
+  // Writes the row: kept where key > b, or key == b among the first t by
+  // index; else mask_value.
+  static SGTOPK_DEVICE void write_mask(Shared& s, const Row& row, float* out, u32 b, u32 t, float mask_value) {
+    u32 seen = 0;  // copies of b before this chunk
+    for (int base = 0; base < row.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < row.len ? row.key(i) : 0u;
+      const bool copy = i < row.len && key == b;
+      u32 total;
+      const u32 rank = seen + block_exclusive_sum<kThreads>(copy ? 1u : 0u, s.scratch, &total);
+      if (i < row.len) {
+        const bool kept = key > b || (copy && rank < t);
+        const float x = row.logits[i];
+        out[i] = kept ? x : mask_value;
+      }
+      seen += total;
+      __syncthreads();
+    }
+  }
+
+  static SGTOPK_DEVICE void run(const FilterParams& p) {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
+    for (int r = blockIdx.x; r < p.rows; r += gridDim.x) {
+      const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
+      const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
+      Row row{p.logits + static_cast<long long>(r) * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
+      float* out = p.out + static_cast<long long>(r) * p.pitch;
+      int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
+      float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
+      const bool top_k_on = k > 0 && k < row.len;
+      const bool top_p_on = top_p < 1.0f;  // false for NaN
+      if (!top_k_on && !top_p_on) {
+        for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
+        continue;
+      }
+      // The largest key (the first of the order, whatever survives).
+      if (threadIdx.x == 0) s.max_key = 0u;
+      __syncthreads();
+      u32 local_max = 0u;
+      for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
+      atomicMax(&s.max_key, local_max);
+      __syncthreads();
+      const u32 max_key = s.max_key;
+      const float top = float_from_ordered_key(max_key);
+      __syncthreads();
+
+      u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
+      u64 above = 0;
+      if (top_k_on) {
+        b = boundary(s, row, static_cast<u64>(k), false, top, 0u, 0xffffffffu, &above);
+        t = static_cast<u32>(static_cast<u64>(k) - above);
+      }
+      if (top_p_on) {
+        // The survivors' total mass: keys above b, and t copies of b.
+        u64 local = 0;
+        for (int i = threadIdx.x; i < row.len; i += kThreads) {
+          const u32 key = row.key(i);
+          if (t == 0xffffffffu || key > b) local += mass_of(row.scaled(i), top);
+        }
+        if (threadIdx.x == 0) s.total = 0u;
+        __syncthreads();
+        atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+        __syncthreads();
+        u64 total = s.total;
+        if (t != 0xffffffffu) total += static_cast<u64>(t) * mass_of(float_from_ordered_key(b), top);
+        __syncthreads();
+        if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+          b = max_key;
+          t = 1u;
+        } else {
+          const double want = static_cast<double>(top_p) * static_cast<double>(total);
+          u64 target = static_cast<u64>(want);
+          if (static_cast<double>(target) < want) ++target;
+          if (target == 0u) target = 1u;
+          u64 mass_above = 0;
+          const u32 bp = boundary(s, row, target, true, top, b, t, &mass_above);
+          const u64 each = mass_of(float_from_ordered_key(bp), top);
+          const u64 need = (target - mass_above + each - 1u) / each;
+          t = (bp == b && t != 0xffffffffu) ? min_of(t, static_cast<u32>(need)) : static_cast<u32>(need);
+          b = bp;
+        }
+      }
+      write_mask(s, row, out, b, t, p.mask_value);
+      __syncthreads();
+    }
+  }
+};
+
+}  // namespace sgtopk

@@ -1,0 +1,143 @@
+// The filter template (agent/filter_row.cuh) on the host: one CTA, one OS
+// thread per CUDA thread, over rows of every generator family and the
+// filter's own adversaries (-inf fractions, NaN patterns, tied and
+// near-equal logits at the top-p boundary), each row with its own k, p and
+// temperature (edge values included), every masked row checked against the
+// CPU reference (reference/filter.h). Built by tools/emulate/run_filter.
+// Usage: filter_harness [ROWS] [SEED]
+#include "prelude.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reference/filter.h"
+#include "reference/row_families.h"
+#include "sgtopk/agent/filter_row.cuh"
+using namespace sgtopk;
+
+#ifndef THREADS
+#define THREADS 256
+#endif
+#ifndef VOCAB
+#define VOCAB 3000
+#endif
+
+struct Config {
+  static constexpr int kThreads = THREADS;
+};
+using Agent = FilterRowAgent<Config>;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The filter's own adversaries, by index; rows of the generator families otherwise.
+std::vector<float> adversary(int which, int vocab, std::mt19937_64& rng) {
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  std::vector<float> row(static_cast<size_t>(vocab));
+  for (float& x : row) x = logit(rng);
+  switch (which) {
+    case 0:  // -inf fractions (grammar masks)
+    case 1:
+    case 2: {
+      const double fraction = which == 0 ? 0.5 : which == 1 ? 0.9 : 0.99;
+      for (float& x : row)
+        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fraction) x = -kInf;
+      break;
+    }
+    case 3: std::fill(row.begin(), row.end(), -kInf); break;               // all -inf
+    case 4: row[static_cast<size_t>(rng() % vocab)] = std::nanf(""); break;  // one NaN
+    case 5:                                                                  // NaN in the top
+      for (int i = 0; i < 5; ++i) row[static_cast<size_t>(rng() % vocab)] = std::nanf("");
+      row[static_cast<size_t>(rng() % vocab)] = 50.0f;
+      break;
+    case 6: std::fill(row.begin(), row.end(), std::nanf("")); break;  // all NaN
+    case 7: {  // many equal top tokens (the top-p boundary inside a tie)
+      for (float& x : row) x = -5.0f;
+      for (int i = 0; i < std::min(vocab, 1000); ++i) row[static_cast<size_t>(rng() % vocab)] = 3.0f;
+      break;
+    }
+    case 8:  // near-equal logits (spread 1e-6)
+      for (float& x : row) x = 1.0f + std::uniform_real_distribution<float>(0.0f, 1e-6f)(rng);
+      break;
+    case 9:  // few finite values among -inf (fewer than k)
+      std::fill(row.begin(), row.end(), -kInf);
+      for (int i = 0; i < 7; ++i) row[static_cast<size_t>(rng() % vocab)] = logit(rng);
+      break;
+    case 10: row[static_cast<size_t>(rng() % vocab)] = kInf; row[static_cast<size_t>(rng() % vocab)] = kInf; break;
+    default: break;
+  }
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rows = argc > 1 ? std::atoi(argv[1]) : 60;
+  const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1;
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 7);
+  const int vocab = VOCAB;
+  const long long pitch = vocab + 5;
+  const auto families = sgtopk::rows::all_row_families();
+  std::vector<float> logits(static_cast<size_t>(rows * pitch), 0.0f), out(logits.size(), 12345.0f);
+  std::vector<int> ks(static_cast<size_t>(rows));
+  std::vector<float> ps(static_cast<size_t>(rows)), ts(static_cast<size_t>(rows));
+  const int k_values[] = {1, 2, 7, 50, 1000, vocab - 1, vocab, vocab + 3, 0, -4};
+  const float p_values[] = {0.9f, 0.5f, 0.99f, 1e-7f, 0.0f, -1.0f, 1.0f, 1.5f, std::nanf(""), 0.999999f};
+  const float t_values[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf};
+  for (int r = 0; r < rows; ++r) {
+    const std::vector<float> row =
+        r % 2 == 0 ? adversary(static_cast<int>(rng() % 12), vocab, rng)
+                   : sgtopk::rows::make_row(families[rng() % families.size()], vocab, 64, rng);
+    std::copy(row.begin(), row.end(), logits.begin() + r * pitch);
+    ks[static_cast<size_t>(r)] = k_values[rng() % 10];
+    ps[static_cast<size_t>(r)] = p_values[rng() % 10];
+    ts[static_cast<size_t>(r)] = t_values[rng() % 9];
+  }
+  FilterParams p{};
+  p.logits = logits.data();
+  p.out = out.data();
+  p.pitch = pitch;
+  p.rows = rows;
+  p.width = vocab;
+  p.top_k = ks.data();
+  p.top_p = ps.data();
+  p.temperature = ts.data();
+  p.mask_value = -kInf;
+
+  static_assert(sizeof(Agent::Shared) <= sizeof(emu_shared));
+  g_block = new std::barrier<>(THREADS);
+  g_warps = new EmuWarp[THREADS / 32];
+  gridDim.x = 1;
+  blockIdx.x = 0;
+  std::vector<std::thread> ts_;
+  for (int t = 0; t < THREADS; ++t) ts_.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
+  for (auto& t : ts_) t.join();
+
+  int bad = 0;
+  for (int r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * pitch;
+    const std::string e = sgtopk::reference::check_filter_mask(row, vocab, ks[static_cast<size_t>(r)], ps[static_cast<size_t>(r)],
+                                                               out.data() + r * pitch, -kInf, ts[static_cast<size_t>(r)]);
+    for (long long i = vocab; i < pitch; ++i)
+      if (out[static_cast<size_t>(r * pitch + i)] != 12345.0f) {
+        std::printf("BAD row %d: wrote past the vocabulary at %lld\n", r, i);
+        ++bad;
+        break;
+      }
+    if (!e.empty()) {
+      ++bad;
+      if (bad <= 10)
+        std::printf("BAD row %d (k %d, p %g, T %g): %s\n", r, ks[static_cast<size_t>(r)],
+                    static_cast<double>(ps[static_cast<size_t>(r)]), static_cast<double>(ts[static_cast<size_t>(r)]), e.c_str());
+    }
+  }
+  std::printf("rows %d bad %d\n", rows, bad);
+  return bad == 0 ? 0 : 1;
+}
