@@ -13,8 +13,9 @@
 //           ceil(p * Z); t = the copies needed, all of one mass
 //   mask    kept: key > B, or key == B among the first t by index
 //
-// The including source defines `Config`: kThreads. The launch's arguments
-// are abi.h's FilterParams.
+// Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
+// stays below 2^64. The including source defines `Config`: kThreads. The
+// launch's arguments are abi.h's FilterParams.
 #pragma once
 #include "sgtopk/abi.h"
 #include "sgtopk/block/block_scan.cuh"
