@@ -44,6 +44,27 @@ class Library(unittest.TestCase):
         self.assertIn("SGTOPK_LIBRARY", out.stdout)
 
 
+class Binding(unittest.TestCase):
+    """The ctypes structs mirror sgtopk.h field by field (a field the header gains and the
+    binding lacks would be silently zero in every call)."""
+
+    @staticmethod
+    def header_fields(name):
+        import re
+        with open(os.path.join(REPO, "include", "sgtopk", "sgtopk.h")) as f:
+            text = f.read()
+        body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (name, name), text, re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        return [re.match(r".*?([A-Za-z_][A-Za-z0-9_]*)\s*(\[\d+\])?$", d.strip(), re.S).group(1)
+                for d in body.split(";") if d.strip()]
+
+    def test_structs_mirror_the_header(self):
+        from sgtopk import _capi
+        for struct, name in ((_capi.Problem, "sgtopk_problem"), (_capi.CompileOptions, "sgtopk_compile_options"),
+                             (_capi.SelectArgs, "sgtopk_select_args"), (_capi.PlanInfo, "sgtopk_plan_info")):
+            self.assertEqual([f[0] for f in struct._fields_], self.header_fields(name), name)
+
+
 class Planning(unittest.TestCase):
     """Compile-only plans (device=-1): no GPU needed."""
 
