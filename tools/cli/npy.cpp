@@ -156,4 +156,21 @@ std::vector<int32_t> npy_int32_values(const NpyArray& a, const std::string& what
   return out;
 }
 
+ScoreMatrix read_score_matrix(const std::string& path, uint64_t max_bytes) {
+  const NpyArray a = read_npy(path, max_bytes);
+  if (a.dtype != "<f4") throw UsageError(path + ": scores must be float32 ('<f4'), not " + a.dtype);
+  if (a.shape.size() != 2 || a.shape[0] < 1 || a.shape[1] < 1)
+    throw UsageError(path + ": scores must be a 2-D array (rows x width) with at least one row and column");
+  ScoreMatrix m;
+  m.rows = a.shape[0];
+  m.width = a.shape[1];
+  m.scores.resize(static_cast<size_t>(m.rows * m.width));
+  std::memcpy(m.scores.data(), a.data.data(), a.data.size());
+  return m;
+}
+
+std::vector<int32_t> read_row_values(const std::string& path, const std::string& what, int64_t rows, int64_t width) {
+  return npy_int32_values(read_npy(path, 8 * static_cast<uint64_t>(rows) + 4096), what, path, rows, 0, width);
+}
+
 }  // namespace sgtopk::cli

@@ -29,4 +29,17 @@ void write_npy(const std::string& path, const std::string& dtype, const std::vec
 std::vector<int32_t> npy_int32_values(const NpyArray& a, const std::string& what, const std::string& path, int64_t n,
                                       int64_t lo, int64_t hi);
 
+// A score matrix (what replay and simulate read): float32, 2-D (rows x
+// width), at least one row and column, read into floats in C order; throws
+// UsageError naming the path.
+struct ScoreMatrix {
+  int64_t rows = 0, width = 0;
+  std::vector<float> scores;
+};
+ScoreMatrix read_score_matrix(const std::string& path, uint64_t max_bytes);
+
+// One int32 value per row (lengths, starts), each in [0, width], from an
+// int32 or int64 .npy of `rows` values; throws UsageError naming `what`.
+std::vector<int32_t> read_row_values(const std::string& path, const std::string& what, int64_t rows, int64_t width);
+
 }  // namespace sgtopk::cli

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/row_families.h"
@@ -29,26 +30,19 @@ struct ReplayCommand {
   Request request;
 
   int run() {
-    const NpyArray scores = read_npy(scores_path, kMaxReplayBytes);
-    if (scores.dtype != "<f4") throw UsageError(scores_path + ": scores must be float32 ('<f4'), not " + scores.dtype);
-    if (scores.shape.size() != 2 || scores.shape[0] < 1 || scores.shape[1] < 1)
-      throw UsageError(scores_path + ": scores must be a 2-D array (rows x width) with at least one row and column");
-    const int64_t rows = scores.shape[0], width = scores.shape[1];
+    ScoreMatrix scores = read_score_matrix(scores_path, kMaxReplayBytes);
+    const int64_t rows = scores.rows, width = scores.width;
     if (rows >= detail::kMaxRows || width > detail::kMaxWidth)
       throw UsageError(scores_path + ": " + std::to_string(rows) + " x " + std::to_string(width) +
                        " is beyond the library's rows or width");
     HostRows host;
     host.pitch = width;
-    host.scores.resize(static_cast<size_t>(rows * width));
-    std::copy(scores.data.begin(), scores.data.end(), reinterpret_cast<char*>(host.scores.data()));
-    host.lengths = lengths_path.empty()
-                       ? std::vector<int32_t>(static_cast<size_t>(rows), static_cast<int32_t>(width))
-                       : npy_int32_values(read_npy(lengths_path, 8 * static_cast<uint64_t>(rows) + 4096), "lengths",
-                                          lengths_path, rows, 0, width);
+    host.scores = std::move(scores.scores);
+    host.lengths = lengths_path.empty() ? std::vector<int32_t>(static_cast<size_t>(rows), static_cast<int32_t>(width))
+                                        : read_row_values(lengths_path, "lengths", rows, width);
     host.starts.assign(static_cast<size_t>(rows), 0);
     if (!starts_path.empty()) {
-      host.starts = npy_int32_values(read_npy(starts_path, 8 * static_cast<uint64_t>(rows) + 4096), "starts", starts_path, rows,
-                                     0, width);
+      host.starts = read_row_values(starts_path, "starts", rows, width);
       for (int64_t i = 0; i < rows; ++i)
         if (host.starts[static_cast<size_t>(i)] + int64_t{host.lengths[static_cast<size_t>(i)]} > width)
           throw UsageError(starts_path + ": row " + std::to_string(i) + "'s window (start " +

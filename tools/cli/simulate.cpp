@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -158,17 +159,11 @@ struct SimulateCommand {
       for (const char* name : {"--family", "--causal", "--rows", "--width"})
         if (app->count(name) > 0)
           throw UsageError(std::string(name) + " does not apply to --scores (the file gives the rows and their width)");
-      const NpyArray scores = read_npy(scores_path, kMaxScoreFileBytes);
-      if (scores.dtype != "<f4") throw UsageError(scores_path + ": scores must be float32 ('<f4'), not " + scores.dtype);
-      if (scores.shape.size() != 2 || scores.shape[0] < 1 || scores.shape[1] < 1)
-        throw UsageError(scores_path + ": scores must be a 2-D array (rows x width) with at least one row and column");
-      rows = scores.shape[0];
-      width = scores.shape[1];
-      file_scores.resize(static_cast<size_t>(rows * width));
-      std::copy(scores.data.begin(), scores.data.end(), reinterpret_cast<char*>(file_scores.data()));
-      if (!lengths_path.empty())
-        file_lengths = npy_int32_values(read_npy(lengths_path, 8 * static_cast<uint64_t>(rows) + 4096), "lengths",
-                                        lengths_path, rows, 0, width);
+      ScoreMatrix scores = read_score_matrix(scores_path, kMaxScoreFileBytes);
+      rows = scores.rows;
+      width = scores.width;
+      file_scores = std::move(scores.scores);
+      if (!lengths_path.empty()) file_lengths = read_row_values(lengths_path, "lengths", rows, width);
     }
     const bool from_file = !file_scores.empty();
 
