@@ -198,7 +198,13 @@
     "than one of 1024 x 16 (the next row's loads overlap this one's rounds)") \
   X(INT, few_rows_items_per_thread, 4, (1, 32), \
     "launches of at most one row per SM: scores a thread instead of items_per_thread, in CTAs of\n" \
-    "up to 1024 threads (there a row's latency sets the time, not the SM's throughput)")
+    "up to 1024 threads (there a row's latency sets the time, not the SM's throughput)") \
+  X(BOOL, scores_in_registers, true, (), \
+    "keep the row's scores in registers after the load; false: only their coarse keys (shared\n" \
+    "memory), the boundary bin's scores and the selected values read again from L2") \
+  X(INT, threads_per_sm, 1024, (128, 2048), \
+    "resident threads per SM a plan asks for (CTAs per SM = this / threads per CTA, at least 1):\n" \
+    "1024 caps registers at 64 a thread, 1536 at 40, 2048 at 32")
 
 // [select.dispatch] which family the planner picks.
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \

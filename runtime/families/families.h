@@ -34,9 +34,10 @@ int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int 
 
 // A short-row plan's CTA: the fewest threads (a power of two, at least
 // select.short_row.min_block_threads) that hold the widest row in
-// items_per_thread scores each, else max_block_threads with more each;
-// items 0 when even kShortRowMaxItems a thread cannot hold it. Launches of
-// at most one row per SM size for few_rows_items_per_thread, up to 1024.
+// items_per_thread scores each, else max_block_threads with more each (in
+// whole runs of four); items 0 when even kShortRowMaxItems a thread cannot
+// hold it. Launches of at most one row per SM size for
+// few_rows_items_per_thread, up to 1024.
 constexpr int kShortRowMaxItems = 32;
 struct ShortRowShape {
   int threads;

@@ -16,7 +16,8 @@ ShortRowShape short_row_shape(const Problem& p, const SelectShortRowPolicy& sr, 
   const int max_threads = few_rows ? 1024 : sr.max_block_threads;
   int threads = sr.min_block_threads;
   while (threads < max_threads && int64_t{threads} * items_wanted < p.width) threads *= 2;
-  const int64_t items = std::max<int64_t>(1, (p.width + threads - 1) / threads);
+  // Whole runs of four scores a thread (one float4 each, agent/short_row.cuh).
+  const int64_t items = ((std::max<int64_t>(1, (p.width + threads - 1) / threads) + 3) / 4) * 4;
   return ShortRowShape{threads, items <= kShortRowMaxItems ? static_cast<int>(items) : 0};
 }
 
@@ -31,13 +32,14 @@ void plan_short_row(Plan& plan, const Problem& p, const Policy& policy, const Ta
     invalid_argument("the short_row family launches one CTA per row, at most 2^31 - 1; " + std::to_string(p.rows) +
                      " rows are too many for it");
   plan.block = static_cast<unsigned>(shape.threads);
-  // Half the SM's threads: caps registers at 64 a thread (the scores and
-  // little else live there).
-  plan.min_blocks_per_sm = static_cast<unsigned>(std::max(1, 1024 / shape.threads));
+  // The occupancy asked for caps the registers: 64 a thread at 1024
+  // threads an SM (the scores and little else live there).
+  plan.min_blocks_per_sm = static_cast<unsigned>(std::max(1, policy.short_row.threads_per_sm / shape.threads));
   plan.grid = static_cast<unsigned>(std::max<int64_t>(1, p.rows));
   plan.dynamic_smem_bytes = sgtopk::short_row_shared_bytes(shape.threads, shape.items, p.sorted, sort_slots(p));
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   plan.config = select_body_config(p, policy, SelectBody{shape.threads, 1, 0, shape.items});
+  plan.config.flag("kScoresInRegisters", policy.short_row.scores_in_registers);
   plan.workspace_bytes = 0;
 }
 

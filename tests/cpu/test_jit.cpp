@@ -354,7 +354,8 @@ TEST(JitPlanner, DispatchBoundaries) {
 // The short-row family: rows up to select.short_row.max_width, in the fewest
 // threads (a power of two, at least min_block_threads) that hold the row in
 // items_per_thread scores each, up to max_block_threads; launches of at most
-// a row per SM in few_rows_items_per_thread each, up to 1024 threads.
+// a row per SM in few_rows_items_per_thread each, up to 1024 threads; the
+// scores a thread rounded up to whole runs of four (a float4 each).
 TEST(JitPlanner, ShortRowShapes) {
   const Policy d = Policy::defaults();
   ASSERT_EQ(d.short_row.max_width, 16384);
@@ -367,16 +368,16 @@ TEST(JitPlanner, ShortRowShapes) {
     return std::to_string(plan.block) + "x" + plan.constant("kRegisterItems");
   };
   const auto shape = [&](int64_t width) { return shape_for(width, 1000); };
-  EXPECT_EQ(shape_for(100, 132), "128x1");  // at most a row per SM: 4 scores a thread, up to 1024 threads
+  EXPECT_EQ(shape_for(100, 132), "128x4");  // at most a row per SM: 4 scores a thread, up to 1024 threads
   EXPECT_EQ(shape_for(4096, 132), "1024x4");
   EXPECT_EQ(shape_for(16384, 1), "1024x16");
   EXPECT_EQ(shape_for(4096, 133), "256x16");
-  EXPECT_EQ(shape(100), "128x1");
+  EXPECT_EQ(shape(100), "128x4");
   EXPECT_EQ(shape(2048), "128x16");
-  EXPECT_EQ(shape(2049), "256x9");
+  EXPECT_EQ(shape(2049), "256x12");
   EXPECT_EQ(shape(4096), "256x16");
   EXPECT_EQ(shape(8192), "512x16");
-  EXPECT_EQ(shape(8193), "512x17");  // past max_block_threads: more scores a thread
+  EXPECT_EQ(shape(8193), "512x20");  // past max_block_threads: more scores a thread
   EXPECT_EQ(shape(16384), "512x32");
   const Plan plan = plan_for(2048, 4096, 0, "sm_90", d, "", 65536);
   EXPECT_EQ(plan.family, "short_row");

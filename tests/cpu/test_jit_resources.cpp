@@ -116,6 +116,7 @@ struct SpillCase {
   std::string family;            // "": the planner's choice
   bool register_rows = false;    // the case is there for direct_exact's register-resident body
   bool coarse_proposal = false;  // the opt-out select.sampled.fine_proposal_excess = 0
+  std::string policy_toml;       // applied over the defaults
 };
 
 void PrintTo(const SpillCase& c, std::ostream* os) { *os << c.name; }
@@ -131,6 +132,9 @@ std::vector<SpillCase> spill_cases() {
       {"short_row_K2048_rows16_w16384", 2048, 16, 16384, "short_row", false},
       {"planner_K2048_rows16384_w16384_short_row", 2048, 16384, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
+      // The short-row scores read again, four CTAs of 512 an SM: 32 registers.
+      {"short_row_reread_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false,
+       "[select.short_row]\nscores_in_registers = false\nthreads_per_sm = 2048\n"},
   };
 }
 
@@ -139,7 +143,7 @@ Plan plan_for(const SpillCase& c) {
   p.k = c.k;
   p.rows = c.rows;
   p.width = c.width;
-  Policy policy = Policy::defaults();
+  Policy policy = c.policy_toml.empty() ? Policy::defaults() : parse_policy_string(c.policy_toml);
   if (c.coarse_proposal) policy.sampled.fine_proposal_excess = 0.0;
   const Problem problem = validate_problem(&p);
   const Target target = resolve_target(-1, "sm_90", policy.compile.default_arch);

@@ -78,6 +78,9 @@ using namespace sgtopk;
 #ifndef SHORT_ROW
 #define SHORT_ROW 0  // the short-row family: the row in REG_ITEMS registers a thread (REG_ITEMS * THREADS >= WIDTH_)
 #endif
+#ifndef SCORES_IN_REGISTERS
+#define SCORES_IN_REGISTERS true  // short_row: false reads the boundary bin's and the selected scores again
+#endif
 #ifndef TRANSFORM
 #define TRANSFORM 0  // the fused index transform: 1 offsets, 2 page table
 #endif
@@ -136,6 +139,7 @@ struct Config {
   static constexpr bool kStarts = true;
   static constexpr bool kRouteStats = true;
   static constexpr int kRegisterItems = REG_ITEMS;
+  static constexpr bool kScoresInRegisters = SCORES_IN_REGISTERS;
   static constexpr int kLoadsInFlight = UNROLL;
   static constexpr bool kPrefetchNextChunk = PREFETCH;
   static constexpr int kPrefetchL2Chunks = 0;

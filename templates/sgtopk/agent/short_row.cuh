@@ -8,7 +8,8 @@
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kRegisterItems, kWidth, kPitch, kOutPitch, kValues, kSorted,
-//   kStarts, kRouteStats, kSortSlots, kIndexTransform, kPageSize, kPageTablePitch.
+//   kStarts, kRouteStats, kSortSlots, kIndexTransform, kPageSize, kPageTablePitch,
+//   kScoresInRegisters.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
 #include "sgtopk/block/row_order_ranks.cuh"
@@ -23,7 +24,7 @@ struct ShortRowAgent {
   static constexpr int kK = Config::kK;
   typedef RowOutput<Config::kValues> Output;
   typedef SelectRowTask<Config::kValues> RowTask;
-  typedef RowOrderRanks<kThreads, kItems> Ranks;
+  typedef RowOrderRanks<kThreads, kItems, 4, Config::kScoresInRegisters ? kItems / 4 : 2> Ranks;
 
   // Dynamic shared memory (abi.h): the state, the rank table, the coarse
   // keys, the sort buffer.
@@ -31,40 +32,78 @@ struct ShortRowAgent {
   static constexpr unsigned kSortOffset = short_row_sort_offset(kThreads, kItems);
   static constexpr unsigned kSharedBytes = short_row_shared_bytes(kThreads, kItems, Config::kSorted, Config::kSortSlots);
 
-  // Element u * kThreads + t of the row in thread t's slot u, and its coarse
-  // key + 1 (0: past the row) in shared memory: every pass after the load
-  // compares these as integers, keying a score again only in the boundary
-  // bin (the passes are bound by integer instructions, not by memory), and
-  // in shared memory they leave the registers to the scores.
-  // The coarse keys are addressed from the dynamic shared memory itself, not
-  // through a pointer held in the row: a 32-bit shared address off the
-  // thread index, not a 64-bit generic pointer in registers.
-  static SGTOPK_DEVICE unsigned short* coarse_keys() {
+  // The row in runs of four: thread t's slot u holds element
+  // (u / 4) * 4 * kThreads + 4 * t + u % 4, so a run is one float4 load
+  // where the row is 16-byte aligned, and its four coarse keys + 1 (0: past
+  // the row) are one 8-byte word in shared memory. Every pass after the load
+  // compares these keys as integers, four to a shared load, keying a score
+  // again only in the boundary bin (the passes are bound by instructions, not
+  // by memory). The keys are addressed from the dynamic shared memory itself,
+  // not through a pointer held in the row: a 32-bit shared address off the
+  // thread index. Without kScoresInRegisters the scores are not kept: the
+  // boundary bin's few and the selected values are read again (from L2), and
+  // the CTA's registers are few enough for more CTAs per SM.
+  static constexpr int kRun = 4;
+  static constexpr int kRuns = kItems / kRun;
+  static constexpr bool kScoresInRegisters = Config::kScoresInRegisters;
+  static_assert(kItems % kRun == 0, "the plan gives whole runs of four scores");
+  // Passes over the runs: unrolled whole where the scores are registers
+  // (indexed by constants), two at a time otherwise (fewer registers).
+  static constexpr int kRunUnroll = kScoresInRegisters ? kRuns : 2;
+  static SGTOPK_DEVICE u64* coarse_runs() {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
-    return reinterpret_cast<unsigned short*>(shared_bytes + kCoarseOffset);  // [kItems][kThreads]
+    return reinterpret_cast<u64*>(shared_bytes + kCoarseOffset);  // [kRuns][kThreads]
   }
   struct Row {
-    float value[kItems];
+    const float* scores;
+    float value[kScoresInRegisters ? kItems : 1];
 
-    SGTOPK_DEVICE void load(const float* scores, int len) {
-      unsigned short* coarse = coarse_keys();
+    SGTOPK_DEVICE void load(const float* row_scores, int len) {
+      scores = row_scores;
+      // Block-uniform: a window may begin at any element (SGTOPK_STARTS).
+      const bool aligned = (reinterpret_cast<unsigned long long>(scores) & 15ull) == 0ull;
+      if constexpr (kScoresInRegisters) {
 #pragma unroll
-      for (int u = 0; u < kItems; ++u) {
-        const int i = u * kThreads + static_cast<int>(threadIdx.x);
-        value[u] = i < len ? __ldg(scores + i) : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kItems; u += 2) {
-        u32 low, high;
-        coarse_key_pair(value[u], u + 1 < kItems ? value[u + 1] : 0.0f, low, high);
-        coarse[u * kThreads + threadIdx.x] = static_cast<unsigned short>(static_cast<int>(index(u)) < len ? low + 1u : 0u);
-        if (u + 1 < kItems)
-          coarse[(u + 1) * kThreads + threadIdx.x] =
-              static_cast<unsigned short>(static_cast<int>(index(u + 1)) < len ? high + 1u : 0u);
+        for (int c = 0; c < kRuns; ++c) load_run(c, len, aligned, &value[c * kRun]);
+      } else {
+        // Two runs in flight a thread: the registers stay few, and the SM's
+        // other CTAs keep its loads in flight.
+        float v[kRun];
+#pragma unroll kRunUnroll
+        for (int c = 0; c < kRuns; ++c) load_run(c, len, aligned, v);
       }
     }
-    SGTOPK_DEVICE u32 coarse_of(int u) const { return coarse_keys()[u * kThreads + threadIdx.x]; }
-    SGTOPK_DEVICE static u32 index(int u) { return static_cast<u32>(u * kThreads + static_cast<int>(threadIdx.x)); }
+    // Reads run c into v and stores its coarse keys + 1 (0: past the row).
+    SGTOPK_DEVICE void load_run(int c, int len, bool aligned, float* v) const {
+      const int i = index(c * kRun);
+      if (aligned && i + kRun <= len) {
+        const float4 q = __ldg(reinterpret_cast<const float4*>(scores + i));
+        v[0] = q.x;
+        v[1] = q.y;
+        v[2] = q.z;
+        v[3] = q.w;
+      } else {
+#pragma unroll
+        for (int s = 0; s < kRun; ++s) v[s] = i + s < len ? __ldg(scores + i + s) : 0.0f;
+      }
+      u32 k0, k1, k2, k3;
+      coarse_key_pair(v[0], v[1], k0, k1);
+      coarse_key_pair(v[2], v[3], k2, k3);
+      const u32 low = (i < len ? k0 + 1u : 0u) | (i + 1 < len ? k1 + 1u : 0u) << 16;
+      const u32 high = (i + 2 < len ? k2 + 1u : 0u) | (i + 3 < len ? k3 + 1u : 0u) << 16;
+      coarse_runs()[c * kThreads + threadIdx.x] = static_cast<u64>(high) << 32 | low;
+    }
+    // Slot u's score (a valid one: its coarse key is not 0).
+    SGTOPK_DEVICE float score(int u) const {
+      if constexpr (kScoresInRegisters) return value[u];
+      else return __ldg(scores + index(u));
+    }
+    // The coarse keys + 1 of run c, slot c * 4 + s in bits [16 s, 16 s + 16).
+    SGTOPK_DEVICE static u64 coarse_run(int c) { return coarse_runs()[c * kThreads + threadIdx.x]; }
+    SGTOPK_DEVICE static u32 key_in_run(u64 run, int s) { return static_cast<u32>(run >> (16 * s)) & 0xffffu; }
+    SGTOPK_DEVICE static u32 index(int u) {
+      return static_cast<u32>((u / kRun) * kRun * kThreads + kRun * static_cast<int>(threadIdx.x) + u % kRun);
+    }
   };
 
   // Where the K-th largest score lies. Round 0 bins by coarse key (FP16
@@ -86,11 +125,10 @@ struct ShortRowAgent {
     u32 take;  // kWhole: every score level with the boundary
 
     // 1: above, 0: level with the boundary, -1: below (or past the row).
-    SGTOPK_DEVICE int compare(const Row& row, int u) const {
-      const u32 coarse = row.coarse_of(u);  // + 1
+    SGTOPK_DEVICE int compare(const Row& row, int u, u32 coarse) const {  // coarse: key + 1
       if (coarse != bin + 1u) return coarse > bin + 1u ? 1 : -1;
       if (!refined) return 0;
-      const u32 p = (ordered_key(row.value[u]) - low_key) >> shift;
+      const u32 p = (ordered_key(row.score(u)) - low_key) >> shift;
       return p > prefix ? 1 : p == prefix ? 0 : -1;
     }
   };
@@ -114,10 +152,14 @@ struct ShortRowAgent {
   // round's barriers separate that from the round after.
   static SGTOPK_DEVICE Boundary find_boundary(ShortRowState& state, const Row& row) {
     // Round 0: coarse keys.
+#pragma unroll kRunUnroll
+    for (int c = 0; c < kRuns; ++c) {
+      const u64 run = Row::coarse_run(c);
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const u32 coarse = row.coarse_of(u);
-      if (coarse != 0u) atomicAdd(&state.histogram[0][coarse - 1u], 1u);
+      for (int s = 0; s < kRun; ++s) {
+        const u32 coarse = Row::key_in_run(run, s);
+        if (coarse != 0u) atomicAdd(&state.histogram[0][coarse - 1u], 1u);
+      }
     }
     __syncthreads();
     const RankBin coarse = find_rank_bin<kThreads, kCoarseBins>(state.histogram[0], static_cast<u32>(kK), state.scratch);
@@ -135,13 +177,17 @@ struct ShortRowAgent {
     for (int round = 1; bits > 0; ++round) {
       const int shift = bits > kCoarseBits ? bits - kCoarseBits : 0;
       u32* histogram = state.histogram[round & 1];
+#pragma unroll kRunUnroll
+      for (int c = 0; c < kRuns; ++c) {
+        const u64 run = Row::coarse_run(c);
 #pragma unroll
-      for (int u = 0; u < kItems; ++u) {
-        // Members of this round's group: in the bin, and (after round 1)
-        // sharing the prefix resolved so far.
-        if (row.coarse_of(u) == b.bin + 1u) {
-          const u32 offset = ordered_key(row.value[u]) - b.low_key;
-          if (round == 1 || (offset >> b.shift) == b.prefix) atomicAdd(&histogram[(offset >> shift) & (kCoarseBins - 1)], 1u);
+        for (int s = 0; s < kRun; ++s) {
+          // Members of this round's group: in the bin, and (after round 1)
+          // sharing the prefix resolved so far.
+          if (Row::key_in_run(run, s) == b.bin + 1u) {
+            const u32 offset = ordered_key(row.score(c * kRun + s)) - b.low_key;
+            if (round == 1 || (offset >> b.shift) == b.prefix) atomicAdd(&histogram[(offset >> shift) & (kCoarseBins - 1)], 1u);
+          }
         }
       }
       __syncthreads();
@@ -164,11 +210,16 @@ struct ShortRowAgent {
     row.load(task.scores, task.len);
     const Boundary boundary = find_boundary(state, row);
     u32 above = 0u, level = 0u;
+#pragma unroll kRunUnroll
+    for (int c = 0; c < kRuns; ++c) {
+      const u64 run = Row::coarse_run(c);
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const int side = boundary.compare(row, u);
-      above |= (side > 0 ? 1u : 0u) << u;
-      level |= (side == 0 ? 1u : 0u) << u;
+      for (int s = 0; s < kRun; ++s) {
+        const int u = c * kRun + s;
+        const int side = boundary.compare(row, u, Row::key_in_run(run, s));
+        above |= (side > 0 ? 1u : 0u) << u;
+        level |= (side == 0 ? 1u : 0u) << u;
+      }
     }
     u32 taken = above;
     if (boundary.take == kWhole) {
@@ -177,7 +228,7 @@ struct ShortRowAgent {
       Ranks::for_each_ranked(level, table, [&](int u, u32 rank) { taken |= (rank < boundary.take ? 1u : 0u) << u; });
       __syncthreads();  // the table is reused below
     }
-    Ranks::for_each_ranked(taken, table, [&](int u, u32 slot) { task.out.commit(slot, Row::index(u), row.value[u]); });
+    Ranks::for_each_ranked(taken, table, [&](int u, u32 slot) { task.out.commit(slot, Row::index(u), Config::kValues ? row.score(u) : 0.0f); });
     if constexpr (Config::kSorted)
       sort_row_output<kThreads, Config::kSortSlots, Config::kValues>(task.out, task.scores, kK, sort_buffer);
   }

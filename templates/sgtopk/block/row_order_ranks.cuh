@@ -1,17 +1,21 @@
-// Ranks of flagged items in row order, for a row held in registers (element
-// u * kThreads + t in thread t's slot u, row/rows.cuh RegisterRow): a ballot
-// per slot, one word per slot and warp in shared memory, one scan of those
+// Ranks of flagged items in row order, for a row held in registers in runs:
+// thread t's slot u holds element (u / kRun) * kRun * kThreads + t * kRun +
+// u % kRun (kRun 1: u * kThreads + t; kRun 4: a float4 per run). A ballot
+// per slot, one word per run and warp in shared memory, one scan of those
 // words by warp 0. Two barriers, whatever the number of flagged items.
 #pragma once
 #include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
 
-template <int kThreads, int kItems>
+// kUnroll: runs a pass unrolls (all: the visitor may index registers by slot).
+template <int kThreads, int kItems, int kRun = 1, int kUnroll = kItems / kRun>
 struct RowOrderRanks {
   static_assert(kThreads % 32 == 0 && kItems >= 1 && kItems <= 32, "whole warps, at most 32 slots a thread");
+  static_assert(kItems % kRun == 0, "whole runs");
+  static constexpr int kRuns = kItems / kRun;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kWords = kItems * kWarps;  // and one more for the total
+  static constexpr int kWords = kRuns * kWarps;  // and one more for the total
   static constexpr int kWordsPerLane = (kWords + 31) / 32;
 
   // `flags` bit u: slot u is flagged. Calls visit(u, rank) for each flagged
@@ -23,10 +27,12 @@ struct RowOrderRanks {
   static SGTOPK_DEVICE u32 for_each_ranked(u32 flags, u32* table, Visit&& visit) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 lower = (1u << lane) - 1u;
+#pragma unroll kUnroll
+    for (int c = 0; c < kRuns; ++c) {
+      u32 count = 0u;
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const u32 ballot = __ballot_sync(0xffffffffu, ((flags >> u) & 1u) != 0u);
-      if (lane == 0) table[u * kWarps + warp] = static_cast<u32>(__popc(ballot));
+      for (int s = 0; s < kRun; ++s) count += __popc(__ballot_sync(0xffffffffu, ((flags >> (c * kRun + s)) & 1u) != 0u));
+      if (lane == 0) table[c * kWarps + warp] = count;
     }
     __syncthreads();
     if (warp == 0) {
@@ -55,10 +61,19 @@ struct RowOrderRanks {
       if (lane == 31) table[kWords] = inclusive;
     }
     __syncthreads();
+#pragma unroll kUnroll
+    for (int c = 0; c < kRuns; ++c) {
+      // Flagged items of this run in lower lanes come first, then this
+      // thread's own, in slot order.
+      u32 rank = table[c * kWarps + warp];
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const u32 ballot = __ballot_sync(0xffffffffu, ((flags >> u) & 1u) != 0u);
-      if ((flags >> u) & 1u) visit(u, table[u * kWarps + warp] + static_cast<u32>(__popc(ballot & lower)));
+      for (int s = 0; s < kRun; ++s)
+        rank += static_cast<u32>(__popc(__ballot_sync(0xffffffffu, ((flags >> (c * kRun + s)) & 1u) != 0u) & lower));
+#pragma unroll
+      for (int s = 0; s < kRun; ++s) {
+        const int u = c * kRun + s;
+        if ((flags >> u) & 1u) visit(u, rank++);
+      }
     }
     return table[kWords];
   }
