@@ -24,7 +24,9 @@ struct sgtopk_plan_s {
 
 struct sgtopk_graph_s {
   std::shared_ptr<const detail::CompiledPlan> compiled;  // keeps the kernel and plan alive
-  std::unique_ptr<detail::SelectGraph> graph;
+  // One of the two, as the plan's operator.
+  std::unique_ptr<detail::SelectGraph> select;
+  std::unique_ptr<detail::FilterGraph> filter;
 };
 
 namespace {
@@ -59,9 +61,23 @@ const detail::CompiledPlan& launchable(const detail::CompiledPlan& c) {
   return c;
 }
 
-const detail::CompiledPlan& launchable(sgtopk_plan plan) {
+// A plan (or graph) handed to the other operator's call is the caller's
+// error; say which calls fit it. Checked before anything else about the launch.
+const detail::CompiledPlan& of_operator(const detail::CompiledPlan& c, sgtopk_operator op, const char* call,
+                                        const char* what = "plan") {
+  if (c.plan.problem.op == op) return c;
+  const bool filter = c.plan.problem.op == SGTOPK_OP_FILTER;
+  detail::invalid_argument(std::string(call) + " takes a " + (filter ? "select" : "filter") + " " + what + "; this " +
+                           what + " is a " +
+                           (filter ? "filter's (op SGTOPK_OP_FILTER): use sgtopk_filter, sgtopk_filter_graph_create "
+                                     "and sgtopk_filter_graph_update"
+                                   : "select's (op SGTOPK_OP_SELECT): use sgtopk_select, sgtopk_graph_create and "
+                                     "sgtopk_graph_update"));
+}
+
+const detail::CompiledPlan& of_operator(sgtopk_plan plan, sgtopk_operator op, const char* call) {
   if (plan == nullptr) detail::invalid_argument("plan is NULL");
-  return launchable(*plan->compiled);
+  return launchable(of_operator(*plan->compiled, op, call));
 }
 
 }  // namespace
@@ -153,9 +169,17 @@ const char* sgtopk_plan_text(sgtopk_plan plan) { return plan ? plan->compiled->t
 
 sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream) {
   return guarded([&] {
-    const detail::CompiledPlan& c = launchable(plan);
+    const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_SELECT, "sgtopk_select");
     const detail::DeviceSelectParams params = detail::make_select_params(c.plan, args, c.own_workspace.address());
-    detail::launch_select(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
+    detail::launch_kernel(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
+  });
+}
+
+sgtopk_status sgtopk_filter(sgtopk_plan plan, const sgtopk_filter_args* args, sgtopk_stream stream) {
+  return guarded([&] {
+    const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_FILTER, "sgtopk_filter");
+    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args);
+    detail::launch_kernel(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
   });
 }
 
@@ -163,11 +187,11 @@ sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* ar
   return guarded([&] {
     if (out_graph == nullptr) detail::invalid_argument("out_graph is NULL");
     *out_graph = nullptr;
-    const detail::CompiledPlan& c = launchable(plan);
+    const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_SELECT, "sgtopk_graph_create");
     const detail::DeviceSelectParams params = detail::make_select_params(c.plan, args, c.own_workspace.address());
     auto graph = std::make_unique<sgtopk_graph_s>();
     graph->compiled = plan->compiled;
-    graph->graph = std::make_unique<detail::SelectGraph>(*c.kernel, c.plan, params);
+    graph->select = std::make_unique<detail::SelectGraph>(*c.kernel, c.plan, params);
     *out_graph = graph.release();
   });
 }
@@ -175,15 +199,39 @@ sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* ar
 sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args) {
   return guarded([&] {
     if (graph == nullptr) detail::invalid_argument("graph is NULL");
-    const detail::CompiledPlan& c = launchable(*graph->compiled);
-    graph->graph->update(detail::make_select_params(c.plan, args, c.own_workspace.address()));
+    const detail::CompiledPlan& c =
+        launchable(of_operator(*graph->compiled, SGTOPK_OP_SELECT, "sgtopk_graph_update", "graph"));
+    graph->select->update(detail::make_select_params(c.plan, args, c.own_workspace.address()));
+  });
+}
+
+sgtopk_status sgtopk_filter_graph_create(sgtopk_plan plan, const sgtopk_filter_args* args, sgtopk_graph* out_graph) {
+  return guarded([&] {
+    if (out_graph == nullptr) detail::invalid_argument("out_graph is NULL");
+    *out_graph = nullptr;
+    const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_FILTER, "sgtopk_filter_graph_create");
+    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args);
+    auto graph = std::make_unique<sgtopk_graph_s>();
+    graph->compiled = plan->compiled;
+    graph->filter = std::make_unique<detail::FilterGraph>(*c.kernel, c.plan, params);
+    *out_graph = graph.release();
+  });
+}
+
+sgtopk_status sgtopk_filter_graph_update(sgtopk_graph graph, const sgtopk_filter_args* args) {
+  return guarded([&] {
+    if (graph == nullptr) detail::invalid_argument("graph is NULL");
+    const detail::CompiledPlan& c =
+        launchable(of_operator(*graph->compiled, SGTOPK_OP_FILTER, "sgtopk_filter_graph_update", "graph"));
+    graph->filter->update(detail::make_filter_params(c.plan, args));
   });
 }
 
 sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream) {
   return guarded([&] {
     if (graph == nullptr) detail::invalid_argument("graph is NULL");
-    graph->graph->launch(reinterpret_cast<CUstream>(stream));
+    if (graph->select) graph->select->launch(reinterpret_cast<CUstream>(stream));
+    else graph->filter->launch(reinterpret_cast<CUstream>(stream));
   });
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/codegen.h"
 
+#include <cstddef>
 #include <sstream>
 
 #include "runtime/embedded_templates.h"
@@ -7,7 +8,22 @@
 
 namespace sgtopk::detail {
 
+namespace {
+
+// The kernel's one parameter (abi.h), by operator, and its host size.
+struct ParamsType {
+  const char* name;
+  size_t size;
+};
+ParamsType params_type(sgtopk_operator op) {
+  if (op == SGTOPK_OP_FILTER) return {"sgtopk::FilterParams", sizeof(sgtopk::FilterParams)};
+  return {"sgtopk::SelectParams", sizeof(sgtopk::SelectParams)};
+}
+
+}  // namespace
+
 GeneratedSource generate_source(const Plan& plan) {
+  const ParamsType params = params_type(plan.problem.op);
   GeneratedSource out;
   out.name = plan.entry + ".cu";
   out.entry = plan.entry;
@@ -24,12 +40,12 @@ GeneratedSource generate_source(const Plan& plan) {
   s << "};\n\n"
     // Host and NVRTC read one declaration (abi.h); these catch a layout the
     // two compilers would lay out differently.
-    << "static_assert(sizeof(sgtopk::SelectParams) == " << sizeof(sgtopk::SelectParams)
-    << ", \"host and device lay out SelectParams differently\");\n"
+    << "static_assert(sizeof(" << params.name << ") == " << params.size << ", \"host and device lay out "
+    << params.name << " differently\");\n"
     << "static_assert(" << plan.agent << "<Config>::kSharedBytes == " << plan.dynamic_smem_bytes
     << "u, \"host and device disagree on the shared-memory size\");\n\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") " << plan.entry
-    << "(const sgtopk::SelectParams params) {\n"
+    << "(const " << params.name << " params) {\n"
     << "  " << plan.agent << "<Config>::run(params);\n"
     << "}\n";
   out.text = s.str();

@@ -92,6 +92,43 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
   return params;
 }
 
+DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args) {
+  if (args == nullptr) invalid_argument("args is NULL");
+  if (args->struct_size < sizeof(sgtopk_filter_args))
+    invalid_argument("args.struct_size is " + std::to_string(args->struct_size) + ", expected " +
+                     std::to_string(sizeof(sgtopk_filter_args)) + ": initialize it with SGTOPK_FILTER_ARGS_INIT");
+  if (args->logits == 0) invalid_argument("args.logits is 0: the logits matrix is required");
+  if (args->out == 0) invalid_argument("args.out is 0: the output matrix is required (args.logits to filter in place)");
+  check_aligned("logits", args->logits, 4);        // float[rows][pitch]
+  check_aligned("out", args->out, 4);              // float[rows][pitch]
+  check_aligned("top_k", args->top_k, 4);          // int32[rows]
+  check_aligned("top_p", args->top_p, 4);          // float[rows]
+  check_aligned("temperature", args->temperature, 4);  // float[rows]
+  check_aligned("live_rows", args->live_rows, 4);  // int32 scalar
+  // The kernel reads a token and writes it in the same thread, so the very
+  // same matrix is safe; any other overlap would read masked values back.
+  const Problem& p = plan.problem;
+  const uint64_t extent = static_cast<uint64_t>((p.rows - 1) * p.pitch + p.width) * 4u;
+  if (args->out != args->logits && args->out < args->logits + extent && args->logits < args->out + extent)
+    invalid_argument("args.out overlaps args.logits without being equal: filter in place (out = logits) or into a "
+                     "separate matrix");
+  DeviceFilterParams params{};
+  params.logits = reinterpret_cast<const float*>(args->logits);
+  params.out = reinterpret_cast<float*>(args->out);
+  params.pitch = static_cast<long long>(p.pitch);
+  params.rows = static_cast<int>(p.rows);    // validate_problem: below 2^31
+  params.width = static_cast<int>(p.width);  // at most 2^23
+  params.top_k = reinterpret_cast<const int*>(args->top_k);
+  params.top_p = reinterpret_cast<const float*>(args->top_p);
+  params.temperature = reinterpret_cast<const float*>(args->temperature);
+  params.live_rows = reinterpret_cast<const int*>(args->live_rows);
+  params.top_k_value = args->top_k_value;
+  params.top_p_value = args->top_p_value;
+  params.temperature_value = args->temperature_value;
+  params.mask_value = args->mask_value;
+  return params;
+}
+
 namespace {
 
 // The plan's launch geometry, into either a launch config or a graph node.
@@ -108,17 +145,19 @@ void set_geometry(const Plan& plan, Launch& launch) {
 
 }  // namespace
 
-void launch_select(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params, CUstream stream) {
+template <typename Params>
+void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream) {
   CUlaunchConfig config = {};
   set_geometry(plan, config);
   config.hStream = stream;
-  DeviceSelectParams copy = params;
+  Params copy = params;
   void* kernel_args[] = {&copy};
   ScopedContext scope(kernel.context);
   check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
 }
 
-SelectGraph::SelectGraph(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params)
+template <typename Params>
+LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, const Params& params)
     : kernel_(kernel), plan_(plan), params_(params) {
   const DriverApi& cu = driver();
   ScopedContext scope(kernel.context);
@@ -133,7 +172,8 @@ SelectGraph::SelectGraph(const LoadedKernel& kernel, const Plan& plan, const Dev
   }
 }
 
-SelectGraph::~SelectGraph() {
+template <typename Params>
+LaunchGraph<Params>::~LaunchGraph() {
   try {
     const DriverApi& cu = driver();
     ScopedContext scope(kernel_.context);
@@ -143,7 +183,8 @@ SelectGraph::~SelectGraph() {
   }
 }
 
-CUDA_KERNEL_NODE_PARAMS SelectGraph::node_params(DeviceSelectParams* params) const {
+template <typename Params>
+CUDA_KERNEL_NODE_PARAMS LaunchGraph<Params>::node_params(Params* params) const {
   static thread_local void* kernel_args[1];
   kernel_args[0] = params;
   CUDA_KERNEL_NODE_PARAMS node = {};
@@ -153,19 +194,26 @@ CUDA_KERNEL_NODE_PARAMS SelectGraph::node_params(DeviceSelectParams* params) con
   return node;
 }
 
-void SelectGraph::update(const DeviceSelectParams& params) {
+template <typename Params>
+void LaunchGraph<Params>::update(const Params& params) {
   // The driver copies the arguments, so the new ones are kept only once it
   // has accepted them: a failed update leaves the graph and params_ as before.
-  DeviceSelectParams next = params;
+  Params next = params;
   ScopedContext scope(kernel_.context);
   CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
   check_cuda(driver().cuGraphExecKernelNodeSetParams(exec_, node_, &node), "cuGraphExecKernelNodeSetParams");
   params_ = next;
 }
 
-void SelectGraph::launch(CUstream stream) {
+template <typename Params>
+void LaunchGraph<Params>::launch(CUstream stream) {
   ScopedContext scope(kernel_.context);
   check_cuda(driver().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
 }
+
+template void launch_kernel(const LoadedKernel&, const Plan&, const DeviceSelectParams&, CUstream);
+template void launch_kernel(const LoadedKernel&, const Plan&, const DeviceFilterParams&, CUstream);
+template class LaunchGraph<DeviceSelectParams>;
+template class LaunchGraph<DeviceFilterParams>;
 
 }  // namespace sgtopk::detail

@@ -14,35 +14,43 @@
 
 namespace sgtopk::detail {
 
-// The kernel's parameters, as declared for both sides in templates/sgtopk/abi.h.
+// The kernels' parameters, as declared for both sides in templates/sgtopk/abi.h.
 using DeviceSelectParams = sgtopk::SelectParams;
+using DeviceFilterParams = sgtopk::FilterParams;
 
 // Checks the caller's pointers against the plan (in the caller's terms) and
 // packs them. `own_workspace` is used when args->workspace is 0.
 DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args* args, uint64_t own_workspace);
+// The same for a filter plan's launch.
+DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args);
 
-void launch_select(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params, CUstream stream);
+// One launch of the plan's kernel with its one parameter struct.
+template <typename Params>
+void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream);
 
 // The launch as a one-node CUDA graph: instantiate once, replay, swap pointers.
-class SelectGraph {
+template <typename Params>
+class LaunchGraph {
  public:
-  SelectGraph(const LoadedKernel& kernel, const Plan& plan, const DeviceSelectParams& params);
-  ~SelectGraph();
-  SelectGraph(const SelectGraph&) = delete;
-  SelectGraph& operator=(const SelectGraph&) = delete;
+  LaunchGraph(const LoadedKernel& kernel, const Plan& plan, const Params& params);
+  ~LaunchGraph();
+  LaunchGraph(const LaunchGraph&) = delete;
+  LaunchGraph& operator=(const LaunchGraph&) = delete;
 
-  void update(const DeviceSelectParams& params);
+  void update(const Params& params);
   void launch(CUstream stream);
 
  private:
-  CUDA_KERNEL_NODE_PARAMS node_params(DeviceSelectParams* params) const;
+  CUDA_KERNEL_NODE_PARAMS node_params(Params* params) const;
 
   const LoadedKernel& kernel_;
   const Plan& plan_;
-  DeviceSelectParams params_;
+  Params params_;
   CUgraph graph_ = nullptr;
   CUgraphNode node_ = nullptr;
   CUgraphExec exec_ = nullptr;
 };
+using SelectGraph = LaunchGraph<DeviceSelectParams>;
+using FilterGraph = LaunchGraph<DeviceFilterParams>;
 
 }  // namespace sgtopk::detail

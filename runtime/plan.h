@@ -38,6 +38,7 @@ struct Plan {
 
 // The kernel families the planner can emit, by name (runtime/families/families.h).
 std::vector<std::string> select_families();
+std::vector<std::string> filter_families();
 
 // Chooses a family (or takes `forced_family`) and its parameters.
 Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family = "");

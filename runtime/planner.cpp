@@ -59,6 +59,13 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
   return "direct_exact";
 }
 
+// The filter has one family so far.
+std::string choose_filter_family(const Policy& policy, std::string* reason) {
+  *reason = "the filter's one family: one CTA a row of filter.block_threads " + std::to_string(policy.filter.block_threads) +
+            " threads, exact by digit histograms over the whole row";
+  return "filter_row";
+}
+
 }  // namespace
 
 std::string Plan::parameters_text() const {
@@ -73,14 +80,28 @@ std::vector<std::string> select_families() {
   return names;
 }
 
+std::vector<std::string> filter_families() {
+  std::vector<std::string> names;
+  for (const Family& f : filter_family_table()) names.push_back(f.name);
+  return names;
+}
+
 Plan make_plan(const Problem& problem, const Policy& policy, const Target& target, const std::string& forced_family) {
   std::string reason = "forced (options.family / --family)";
-  const std::string name = forced_family.empty() ? choose_family(problem, policy, target, &reason) : forced_family;
-  const Family* family = find_family(name);
+  const bool filter = problem.op == SGTOPK_OP_FILTER;
+  const std::string name = !forced_family.empty() ? forced_family
+                           : filter               ? choose_filter_family(policy, &reason)
+                                                  : choose_family(problem, policy, target, &reason);
+  const Family* family = find_family(problem.op, name);
   if (family == nullptr) {
     std::string known;
-    for (const Family& f : select_family_table()) known += (known.empty() ? "" : ", ") + f.name;
-    invalid_argument("family '" + name + "' is unknown (known: " + known + ")");
+    for (const Family& f : family_table(problem.op)) known += (known.empty() ? "" : ", ") + f.name;
+    const bool other_op = find_family(filter ? SGTOPK_OP_SELECT : SGTOPK_OP_FILTER, name) != nullptr;
+    invalid_argument("family '" + name + "' is " +
+                     (other_op ? std::string(filter ? "a select family, and this is a filter problem"
+                                                    : "a filter family, and this is a select problem")
+                               : std::string("unknown")) +
+                     " (known: " + known + ")");
   }
   Plan plan;
   plan.family = family->name;

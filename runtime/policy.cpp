@@ -220,8 +220,9 @@ const std::vector<Section>& sections() {
        "Which family the planner picks for a shape.",
        {SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_FIELD_DISPATCH)}},
       {"filter",
-       "Top-k / top-p filter (Qrita: Gaussian outlier cutoff, quaternary pivot search).\n"
-       "Reserved: the filter kernels do not exist yet (its CPU reference does); nothing reads these keys.",
+       "Top-k / top-p filter. block_threads shapes the filter_row family (one CTA a row, exact by\n"
+       "digit histograms; docs/filter-design.md); the Qrita keys (Gaussian outlier cutoff, quaternary\n"
+       "pivot search) are reserved for the baseline and not read.",
        {SGTOPK_POLICY_FILTER(SGTOPK_FIELD_FILTER)}},
       {"compile",
        "NVRTC compilation of the generated kernels.",

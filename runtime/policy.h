@@ -218,16 +218,16 @@
   X(INT, cluster_size, 8, (1, 16), \
     "CTAs per cluster (reserved: no cluster family yet)")
 
-// [filter] Qrita top-k / top-p (reserved).
+// [filter] top-k / top-p: the filter_row family's CTA; Qrita's keys reserved.
 #define SGTOPK_POLICY_FILTER(X) \
   X(INT, block_threads, 1024, (128, 1024, kPow2), \
-    "threads per CTA") \
+    "threads per CTA of the filter_row family (one CTA a row, every pass over the whole row)") \
   X(INT, sample_size, 1024, (32, 65536), \
-    "values sampled for the Gaussian cutoff") \
+    "values sampled for the Gaussian cutoff (reserved: Qrita, not read)") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
-    "outlier threshold in standard deviations above the sample mean") \
+    "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \
-    "quaternary pivot search rounds")
+    "quaternary pivot search rounds (reserved: Qrita, not read)")
 
 // [compile] NVRTC.
 #define SGTOPK_POLICY_COMPILE(X) \

@@ -19,6 +19,71 @@ int enum_bits(const Enum& field) {
   return value;
 }
 
+std::string hex_text(uint32_t bits) {
+  std::ostringstream s;
+  s << std::hex << bits;
+  return s.str();
+}
+
+// The rows x pitch bound, checked as a quotient: the product may overflow.
+void check_matrix_size(int64_t rows, int64_t pitch, const char* what) {
+  if (pitch > kMaxElements / rows)
+    invalid_argument("rows x pitch (" + std::to_string(rows) + " x " + std::to_string(pitch) + ") is too large: the " +
+                     what + " matrix must hold at most 2^46 elements");
+}
+
+// The filter's problem: the caller's errors first, then what this version
+// cannot serve yet (bf16 / fp16 logits, the candidate output), so a request
+// that is both wrong and unsupported hears that it is wrong.
+Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, int64_t page_table_pitch) {
+  if (dtype != SGTOPK_F32 && dtype != SGTOPK_BF16 && dtype != SGTOPK_F16)
+    invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: the filter takes SGTOPK_F32 (SGTOPK_BF16 and "
+                     "SGTOPK_F16 are planned)");
+  if (p.k < 0)
+    invalid_argument("K=" + std::to_string(p.k) + " is invalid: the filter's K is the capacity of its candidate "
+                     "output, 0 for the mask output");
+  if (p.rows < 1 || p.rows >= kMaxRows)
+    invalid_argument("rows=" + std::to_string(p.rows) + " is invalid: the filter's batch capacity must be in 1.." +
+                     std::to_string(kMaxRows - 1));
+  if (p.width < 1 || p.width > kMaxFilterWidth)
+    invalid_argument("width=" + std::to_string(p.width) + " is invalid: the filter's vocabulary (width) must be in 1.." +
+                     std::to_string(kMaxFilterWidth));
+  const int64_t pitch = p.pitch == 0 ? p.width : p.pitch;
+  if (pitch < p.width) invalid_argument("pitch " + std::to_string(pitch) + " is smaller than width " + std::to_string(p.width));
+  check_matrix_size(p.rows, pitch, "logits");
+  if (p.out_pitch != 0)
+    invalid_argument("out_pitch=" + std::to_string(p.out_pitch) + " is set for the filter, whose output rows share the "
+                     "logits' pitch: leave it 0");
+  if (page_size != 0 || page_table_pitch != 0)
+    invalid_argument("page_size=" + std::to_string(page_size) + " and page_table_pitch=" + std::to_string(page_table_pitch) +
+                     " are set for the filter, which has no index output: leave them 0");
+  const uint32_t select_flags = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS |
+                                SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE;
+  if (p.flags & select_flags)
+    invalid_argument("flags 0x" + hex_text(p.flags & select_flags) + " are select flags: the filter takes "
+                     "SGTOPK_FILTER_MASK (or 0, the same)");
+  if (p.flags & ~SGTOPK_FILTER_MASK)
+    invalid_argument("flags 0x" + hex_text(p.flags & ~SGTOPK_FILTER_MASK) + " are not sgtopk flags (the filter "
+                     "knows SGTOPK_FILTER_MASK)");
+  if (dtype != SGTOPK_F32)
+    fail(SGTOPK_ERROR_UNSUPPORTED, std::string("dtype=") + (dtype == SGTOPK_BF16 ? "SGTOPK_BF16" : "SGTOPK_F16") +
+                                       " is not yet available for the filter: its kernel reads float32 logits only "
+                                       "(SGTOPK_F32)");
+  if (p.k > 0)
+    fail(SGTOPK_ERROR_UNSUPPORTED, "K=" + std::to_string(p.k) + ": the filter's candidate output (K is its capacity) "
+                                   "is not yet available: set K=0 for the mask output");
+
+  Problem out;
+  out.op = SGTOPK_OP_FILTER;
+  out.k = 0;
+  out.rows = p.rows;
+  out.width = p.width;
+  out.pitch = pitch;
+  out.out_pitch = 0;
+  out.filter_mask = true;  // the one output so far, asked for or not
+  return out;
+}
+
 }  // namespace
 
 Problem validate_problem(const sgtopk_problem* p) {
@@ -33,9 +98,9 @@ Problem validate_problem(const sgtopk_problem* p) {
   const int32_t page_size = has_pages ? p->page_size : 0;
   const int64_t page_table_pitch = has_pages ? p->page_table_pitch : 0;
   const int op = enum_bits(p->op), dtype = enum_bits(p->dtype);
-  if (op == SGTOPK_OP_FILTER)
-    fail(SGTOPK_ERROR_UNSUPPORTED, "the filter operator (top-k/top-p) is not available in this version");
-  if (op != SGTOPK_OP_SELECT) invalid_argument("op=" + std::to_string(op) + " is not an operator");
+  if (op == SGTOPK_OP_FILTER) return validate_filter(*p, dtype, page_size, page_table_pitch);
+  if (op != SGTOPK_OP_SELECT)
+    invalid_argument("op=" + std::to_string(op) + " is not an operator (SGTOPK_OP_SELECT or SGTOPK_OP_FILTER)");
   if (dtype != SGTOPK_F32) invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: select takes float32 scores");
   if (p->k < 1 || p->k > kMaxK)
     invalid_argument("K=" + std::to_string(p->k) + " is invalid: K must be in 1.." + std::to_string(kMaxK));
@@ -48,19 +113,16 @@ Problem validate_problem(const sgtopk_problem* p) {
   const int64_t out_pitch = p->out_pitch == 0 ? p->k : p->out_pitch;
   if (out_pitch < p->k) invalid_argument("out_pitch " + std::to_string(out_pitch) + " is smaller than K=" + std::to_string(p->k));
   // Checked as quotients: the products themselves may overflow.
-  if (pitch > kMaxElements / p->rows)
-    invalid_argument("rows x pitch (" + std::to_string(p->rows) + " x " + std::to_string(pitch) +
-                     ") is too large: the score matrix must hold at most 2^46 elements");
+  check_matrix_size(p->rows, pitch, "score");
   if (out_pitch > kMaxElements / p->rows)
     invalid_argument("rows x out_pitch (" + std::to_string(p->rows) + " x " + std::to_string(out_pitch) +
                      ") is too large: the output matrices must hold at most 2^46 elements");
   const uint32_t known = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS | SGTOPK_INDEX_OFFSETS |
                          SGTOPK_PAGE_TABLE;
-  if (p->flags & ~known) invalid_argument("flags 0x" + [&] {
-      std::ostringstream s;
-      s << std::hex << (p->flags & ~known);
-      return s.str();
-    }() + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS, "
+  if (p->flags & SGTOPK_FILTER_MASK)
+    invalid_argument("flags 0x" + hex_text(SGTOPK_FILTER_MASK) + " (SGTOPK_FILTER_MASK) is a filter flag: this is a "
+                     "select problem (op SGTOPK_OP_SELECT)");
+  if (p->flags & ~known) invalid_argument("flags 0x" + hex_text(p->flags & ~known) + " are not sgtopk flags (known: SGTOPK_VALUES, SGTOPK_SORTED, SGTOPK_STARTS, SGTOPK_ROUTE_STATS, "
           "SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE)");
   const bool offsets = (p->flags & SGTOPK_INDEX_OFFSETS) != 0, pages = (p->flags & SGTOPK_PAGE_TABLE) != 0;
   if (offsets && pages)
@@ -105,6 +167,11 @@ Problem validate_problem(const sgtopk_problem* p) {
 
 std::string to_string(const Problem& p) {
   std::ostringstream s;
+  if (p.op == SGTOPK_OP_FILTER) {
+    s << "filter rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch << " dtype=f32"
+      << (p.filter_mask ? " +mask" : "");
+    return s.str();
+  }
   s << "select K=" << p.k << " rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
     << " out_pitch=" << p.out_pitch << (p.values ? " +values" : "") << (p.sorted ? " +sorted" : "")
     << (p.starts ? " +starts" : "") << (p.route_stats ? " +route_stats" : "");

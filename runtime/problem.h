@@ -14,10 +14,13 @@ inline constexpr int64_t kMaxRows = int64_t{1} << 31;
 // rows x pitch and rows x out_pitch: every element's offset, in bytes, stays
 // far inside 64-bit address arithmetic (2^48 bytes, more than any GPU holds).
 inline constexpr int64_t kMaxElements = int64_t{1} << 46;
+// The filter's vocabulary: its row template sums a row's mass in 64 bits
+// (templates/sgtopk/agent/filter_row.cuh), each token at most 2^40 units.
+inline constexpr int64_t kMaxFilterWidth = int64_t{1} << 23;
 
 struct Problem {
   sgtopk_operator op = SGTOPK_OP_SELECT;
-  int k = 0;
+  int k = 0;                  // select: the rank; filter: 0 (the mask output only)
   int64_t rows = 0;
   int64_t width = 0;
   int64_t pitch = 0;
@@ -31,10 +34,13 @@ struct Problem {
   IndexTransform index_transform = IndexTransform::kNone;
   int page_size = 0;              // kPageTable only
   int64_t page_table_pitch = 0;   // kPageTable only (resolved: never 0 there)
+  bool filter_mask = false;       // filter: the masked rows are written (SGTOPK_FILTER_MASK)
 };
 
 // Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,
-// e.g. "K=0 is invalid: K must be in 1..8192".
+// e.g. "K=0 is invalid: K must be in 1..8192"; SGTOPK_ERROR_UNSUPPORTED for a
+// valid filter request this version cannot serve (bf16 / fp16 logits, the
+// candidate output).
 Problem validate_problem(const sgtopk_problem* problem);
 
 std::string to_string(const Problem& problem);

@@ -9,6 +9,8 @@
  *   sgtopk_compile(problem, options) -> plan (planned, generated, compiled with
  *   NVRTC or loaded from the disk cache, and, when a device is named, loaded)
  *   sgtopk_select(plan, args, stream) -> indices (and values) on the device
+ *   (op SGTOPK_OP_SELECT), or sgtopk_filter(plan, args, stream) -> the masked
+ *   logits (op SGTOPK_OP_FILTER)
  *
  * Versioning: structs carry `struct_size` (set it with the SGTOPK_*_INIT
  * macros); fields are only ever appended.
@@ -16,6 +18,7 @@
 #ifndef SGTOPK_SGTOPK_H
 #define SGTOPK_SGTOPK_H
 
+#include <math.h> /* INFINITY, for SGTOPK_FILTER_ARGS_INIT */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,10 +55,13 @@ typedef enum sgtopk_status {
 
 typedef enum sgtopk_operator {
   SGTOPK_OP_SELECT = 1, /* exact top-K indices per row (sparse-attention indexer) */
-  SGTOPK_OP_FILTER = 2  /* top-k / top-p masking (sampling); not yet available */
+  SGTOPK_OP_FILTER = 2  /* top-k / top-p filtering of logits (sampling) */
 } sgtopk_operator;
 
-typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
+/* Element type of the scores / logits. Select takes SGTOPK_F32; the filter
+ * SGTOPK_F32 now (SGTOPK_BF16 and SGTOPK_F16 are refused as unsupported until
+ * its kernel reads them). */
+typedef enum sgtopk_dtype { SGTOPK_F32 = 0, SGTOPK_BF16 = 1, SGTOPK_F16 = 2 } sgtopk_dtype;
 
 /* Problem flags. */
 #define SGTOPK_VALUES  (1u << 0) /* also write the selected scores */
@@ -70,6 +76,10 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0 } sgtopk_dtype;
  *                         problem.page_table_pitch; args.page_table) */
 #define SGTOPK_INDEX_OFFSETS (1u << 4)
 #define SGTOPK_PAGE_TABLE (1u << 5)
+/* Filter outputs (op SGTOPK_OP_FILTER; flags 0 means the mask): the rows
+ * written to args.out with every token that is not kept set to
+ * args.mask_value, kept tokens copied unchanged. The only output so far. */
+#define SGTOPK_FILTER_MASK (1u << 8)
 
 /* Slots of the route statistics buffer (uint64 each), from the one list in
  * sgtopk/route_stats.def: SGTOPK_ROUTE_SHORT, _NO_VIEW, _PRIMARY, _BAND,
@@ -84,18 +94,22 @@ enum {
 };
 
 /* What the user asks for. Shapes here are fixed in the plan; the live row
- * count, the lengths and the starts are device inputs of each launch. */
+ * count, the lengths and the starts are device inputs of each launch.
+ * The filter (op SGTOPK_OP_FILTER) reads rows (batch capacity, 1..2^31 - 1),
+ * width (the vocabulary, 1..2^23), pitch, dtype and flags (0 or
+ * SGTOPK_FILTER_MASK); k is reserved for the candidate output's capacity
+ * (0 now), out_pitch and the page fields stay 0. */
 typedef struct sgtopk_problem {
   uint32_t struct_size;
   sgtopk_operator op;
   sgtopk_dtype dtype;
-  int32_t k;          /* rank, 1..8192 */
+  int32_t k;          /* rank, 1..8192 (filter: 0) */
   int64_t rows;       /* row capacity */
-  int64_t width;      /* longest valid row, elements */
-  int64_t pitch;      /* row stride of scores in elements; 0 means width */
+  int64_t width;      /* longest valid row, elements (filter: the vocabulary) */
+  int64_t pitch;      /* row stride of scores (logits) in elements; 0 means width */
   int64_t out_pitch;  /* row stride of indices/values in elements; 0 means k */
   uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS |
-                         SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE */
+                         SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE; filter: SGTOPK_FILTER_MASK */
   int32_t page_size;         /* tokens per page (SGTOPK_PAGE_TABLE only, else 0) */
   int64_t page_table_pitch;  /* int32 entries from one row of args.page_table to the next;
                                 0 means ceil(width / page_size) */
@@ -135,6 +149,29 @@ typedef struct sgtopk_select_args {
   sgtopk_devptr page_table;    /* int32[rows][page_table_pitch] (needs SGTOPK_PAGE_TABLE) */
 } sgtopk_select_args;
 #define SGTOPK_SELECT_ARGS_INIT {sizeof(sgtopk_select_args), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+/* Device pointers and values of one filter launch. Each row r keeps the
+ * tokens of CONTRACT section 2: order by logit / T descending, ties to the
+ * lower index; top-k keeps the first k (k <= 0 or k >= width: off); top-p
+ * keeps the shortest prefix of those whose softmax mass reaches p (p >= 1 or
+ * NaN: off; p <= 0: the first token only); at least one token is kept. A
+ * temperature T that is not finite and > 0 means greedy (the first token
+ * only). A per-row pointer of 0 uses the scalar below it for every row. */
+typedef struct sgtopk_filter_args {
+  uint32_t struct_size;
+  sgtopk_devptr logits;       /* float[rows][pitch], read */
+  sgtopk_devptr out;          /* float[rows][pitch], the masked rows; may equal logits (in place),
+                                 must not overlap it otherwise */
+  sgtopk_devptr top_k;        /* int32[rows], or 0: top_k_value */
+  sgtopk_devptr top_p;        /* float[rows], or 0: top_p_value */
+  sgtopk_devptr temperature;  /* float[rows], or 0: temperature_value */
+  sgtopk_devptr live_rows;    /* int32 scalar: rows at or past it are untouched; 0: all rows */
+  int32_t top_k_value;        /* default 0: no top-k */
+  float top_p_value;          /* default 1: no top-p */
+  float temperature_value;    /* default 1: logits as they are */
+  float mask_value;           /* written where a token is not kept; default -inf */
+} sgtopk_filter_args;
+#define SGTOPK_FILTER_ARGS_INIT {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY}
 
 typedef struct sgtopk_plan_s* sgtopk_plan;
 typedef struct sgtopk_graph_s* sgtopk_graph;
@@ -180,11 +217,24 @@ SGTOPK_API const char* sgtopk_plan_text(sgtopk_plan plan);
  * overlap, on any stream: serialize them, or give each its own workspace. */
 SGTOPK_API sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream);
 
+/* Enqueue one filter launch (a plan compiled with op SGTOPK_OP_FILTER) on
+ * `stream`: rows below live_rows are read from args.logits and written to
+ * args.out. Like sgtopk_select: no allocation, no synchronization, no read
+ * back, so it can be captured in a CUDA graph. */
+SGTOPK_API sgtopk_status sgtopk_filter(sgtopk_plan plan, const sgtopk_filter_args* args, sgtopk_stream stream);
+
 /* A graph object: the launch captured once, replayed many times. Pointers
- * can be replaced without rebuilding; live_rows and lengths are read on the
- * device at each replay, so changing their contents needs no update. */
+ * can be replaced without rebuilding; live_rows and lengths (the filter's
+ * per-row arrays) are read on the device at each replay, so changing their
+ * contents needs no update. sgtopk_graph_create / _update take a select plan,
+ * sgtopk_filter_graph_create / _update a filter plan; launch and destroy take
+ * either graph. The scalar values of sgtopk_filter_args are fixed at create
+ * or update. */
 SGTOPK_API sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_graph* out_graph);
 SGTOPK_API sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args);
+SGTOPK_API sgtopk_status sgtopk_filter_graph_create(sgtopk_plan plan, const sgtopk_filter_args* args,
+                                                    sgtopk_graph* out_graph);
+SGTOPK_API sgtopk_status sgtopk_filter_graph_update(sgtopk_graph graph, const sgtopk_filter_args* args);
 SGTOPK_API sgtopk_status sgtopk_graph_launch(sgtopk_graph graph, sgtopk_stream stream);
 SGTOPK_API sgtopk_status sgtopk_graph_destroy(sgtopk_graph graph);
 /* A graph keeps its plan's kernel alive: plan and graph may be destroyed in either order. */

@@ -23,9 +23,11 @@ inline void check(sgtopk_status status) {
   if (status != SGTOPK_OK) throw error(status, sgtopk_last_error());
 }
 
-// The problem, built fluently: Problem().k(2048).rows(4096).width(262144).values()
+// The problem, built fluently: Problem().k(2048).rows(4096).width(262144).values(),
+// or for the filter: Problem().filter().rows(256).width(128256)
 struct Problem {
   sgtopk_problem raw = SGTOPK_PROBLEM_INIT;
+  Problem& filter() { raw.op = SGTOPK_OP_FILTER; raw.k = 0; return *this; }
   Problem& k(int32_t v) { raw.k = v; return *this; }
   Problem& rows(int64_t v) { raw.rows = v; return *this; }
   Problem& width(int64_t v) { raw.width = v; return *this; }
@@ -87,6 +89,7 @@ class Plan {
   }
   std::string text() const { return sgtopk_plan_text(plan_); }
   void select(const sgtopk_select_args& args, sgtopk_stream stream) const { check(sgtopk_select(plan_, &args, stream)); }
+  void filter(const sgtopk_filter_args& args, sgtopk_stream stream) const { check(sgtopk_filter(plan_, &args, stream)); }
   sgtopk_plan get() const { return plan_; }
 
  private:
@@ -96,11 +99,13 @@ class Plan {
 class Graph {
  public:
   Graph(const Plan& plan, const sgtopk_select_args& args) { check(sgtopk_graph_create(plan.get(), &args, &graph_)); }
+  Graph(const Plan& plan, const sgtopk_filter_args& args) { check(sgtopk_filter_graph_create(plan.get(), &args, &graph_)); }
   Graph(Graph&& other) noexcept : graph_(std::exchange(other.graph_, nullptr)) {}
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   ~Graph() { sgtopk_graph_destroy(graph_); }
   void update(const sgtopk_select_args& args) { check(sgtopk_graph_update(graph_, &args)); }
+  void update(const sgtopk_filter_args& args) { check(sgtopk_filter_graph_update(graph_, &args)); }
   void launch(sgtopk_stream stream) { check(sgtopk_graph_launch(graph_, stream)); }
 
  private:

@@ -13,9 +13,9 @@ import ctypes
 import os
 
 __all__ = [
-    "SgtopkError", "Library", "Plan", "Graph", "find_library", "select_args",
+    "SgtopkError", "Library", "Plan", "Graph", "find_library", "select_args", "filter_args",
     "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "SGTOPK_INDEX_OFFSETS",
-    "SGTOPK_PAGE_TABLE", "OP_SELECT", "OP_FILTER", "F32",
+    "SGTOPK_PAGE_TABLE", "SGTOPK_FILTER_MASK", "OP_SELECT", "OP_FILTER", "F32", "BF16", "F16",
 ]
 
 # --- constants (sgtopk.h) ---------------------------------------------------
@@ -28,12 +28,15 @@ STATUS_NAMES = {
 OP_SELECT = 1
 OP_FILTER = 2
 F32 = 0
+BF16 = 1
+F16 = 2
 SGTOPK_VALUES = 1 << 0
 SGTOPK_SORTED = 1 << 1
 SGTOPK_STARTS = 1 << 2
 SGTOPK_ROUTE_STATS = 1 << 3
 SGTOPK_INDEX_OFFSETS = 1 << 4
 SGTOPK_PAGE_TABLE = 1 << 5
+SGTOPK_FILTER_MASK = 1 << 8
 FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
 
 
@@ -79,6 +82,22 @@ class SelectArgs(ctypes.Structure):
         ("route_stats", ctypes.c_uint64),
         ("index_offsets", ctypes.c_uint64),
         ("page_table", ctypes.c_uint64),
+    ]
+
+
+class FilterArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("logits", ctypes.c_uint64),
+        ("out", ctypes.c_uint64),
+        ("top_k", ctypes.c_uint64),
+        ("top_p", ctypes.c_uint64),
+        ("temperature", ctypes.c_uint64),
+        ("live_rows", ctypes.c_uint64),
+        ("top_k_value", ctypes.c_int32),
+        ("top_p_value", ctypes.c_float),
+        ("temperature_value", ctypes.c_float),
+        ("mask_value", ctypes.c_float),
     ]
 
 
@@ -158,12 +177,40 @@ def select_args(scores=None, lengths=None, indices=None, values=None, starts=Non
     return a
 
 
+def filter_args(logits=None, out=None, top_k=None, top_p=None, temperature=None, live_rows=None, top_k_value=0,
+                top_p_value=1.0, temperature_value=1.0, mask_value=float("-inf")):
+    """A FilterArgs from tensors or device addresses (0 / None for absent) and the scalar values
+    used where a per-row pointer is absent (the defaults of SGTOPK_FILTER_ARGS_INIT: no filtering).
+    out defaults to logits (in place)."""
+    a = FilterArgs()
+    a.struct_size = ctypes.sizeof(FilterArgs)
+    a.logits = _ptr(logits)
+    a.out = _ptr(out) if out is not None else a.logits
+    a.top_k = _ptr(top_k)
+    a.top_p = _ptr(top_p)
+    a.temperature = _ptr(temperature)
+    a.live_rows = _ptr(live_rows)
+    a.top_k_value = int(top_k_value)
+    a.top_p_value = float(top_p_value)
+    a.temperature_value = float(temperature_value)
+    a.mask_value = float(mask_value)
+    return a
+
+
 def _as_args(args):
     if isinstance(args, SelectArgs):
         return args
     if isinstance(args, dict):
         return select_args(**args)
     raise TypeError("select args must be a SelectArgs or a dict of tensors / device addresses")
+
+
+def _as_filter_args(args):
+    if isinstance(args, FilterArgs):
+        return args
+    if isinstance(args, dict):
+        return filter_args(**args)
+    raise TypeError("filter args must be a FilterArgs or a dict of tensors / device addresses and values")
 
 
 def find_library():
@@ -220,6 +267,12 @@ class Library:
         d.sgtopk_graph_create.restype = st
         d.sgtopk_graph_update.argtypes = [P, ctypes.POINTER(SelectArgs)]
         d.sgtopk_graph_update.restype = st
+        d.sgtopk_filter.argtypes = [P, ctypes.POINTER(FilterArgs), P]
+        d.sgtopk_filter.restype = st
+        d.sgtopk_filter_graph_create.argtypes = [P, ctypes.POINTER(FilterArgs), ctypes.POINTER(P)]
+        d.sgtopk_filter_graph_create.restype = st
+        d.sgtopk_filter_graph_update.argtypes = [P, ctypes.POINTER(FilterArgs)]
+        d.sgtopk_filter_graph_update.restype = st
         d.sgtopk_graph_launch.argtypes = [P, P]
         d.sgtopk_graph_launch.restype = st
         d.sgtopk_graph_destroy.argtypes = [P]
@@ -326,8 +379,14 @@ class Plan:
         a = _as_args(args)
         self.lib.check("sgtopk_select", self.lib.dll.sgtopk_select(self.handle, ctypes.byref(a), _stream(stream)))
 
+    def filter(self, args, stream=None):
+        """Launch a filter plan (op=OP_FILTER) with a FilterArgs or a dict for filter_args()."""
+        a = _as_filter_args(args)
+        self.lib.check("sgtopk_filter", self.lib.dll.sgtopk_filter(self.handle, ctypes.byref(a), _stream(stream)))
+
     def graph(self, args):
-        g = Graph(self, _as_args(args))
+        """A Graph of this plan's launch: SelectArgs (or a dict) for a select plan, FilterArgs for a filter plan."""
+        g = Graph(self, args if isinstance(args, FilterArgs) else _as_args(args))
         self._graphs.append(g)
         return g
 
@@ -361,8 +420,13 @@ class Graph:
         self.handle = None
         self._args = args
         h = ctypes.c_void_p()
-        self.lib.check("sgtopk_graph_create",
-                       self.lib.dll.sgtopk_graph_create(plan.handle, ctypes.byref(args), ctypes.byref(h)))
+        self._filter = isinstance(args, FilterArgs)
+        if self._filter:
+            self.lib.check("sgtopk_filter_graph_create",
+                           self.lib.dll.sgtopk_filter_graph_create(plan.handle, ctypes.byref(args), ctypes.byref(h)))
+        else:
+            self.lib.check("sgtopk_graph_create",
+                           self.lib.dll.sgtopk_graph_create(plan.handle, ctypes.byref(args), ctypes.byref(h)))
         self.handle = h
         self._launch = self.lib.dll.sgtopk_graph_launch
 
@@ -372,8 +436,13 @@ class Graph:
             self.lib.check("sgtopk_graph_launch", status)
 
     def update(self, args):
-        a = _as_args(args)
-        self.lib.check("sgtopk_graph_update", self.lib.dll.sgtopk_graph_update(self.handle, ctypes.byref(a)))
+        if self._filter:
+            a = _as_filter_args(args)
+            self.lib.check("sgtopk_filter_graph_update",
+                           self.lib.dll.sgtopk_filter_graph_update(self.handle, ctypes.byref(a)))
+        else:
+            a = _as_args(args)
+            self.lib.check("sgtopk_graph_update", self.lib.dll.sgtopk_graph_update(self.handle, ctypes.byref(a)))
         self._args = a
 
     def close(self):

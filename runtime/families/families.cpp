@@ -12,8 +12,19 @@ const std::vector<Family>& select_family_table() {
   return table;
 }
 
-const Family* find_family(const std::string& name) {
-  for (const Family& f : select_family_table())
+const std::vector<Family>& filter_family_table() {
+  static const std::vector<Family> table = {
+      {"filter_row", "sgtopk/agent/filter_row.cuh", "sgtopk::FilterRowAgent", plan_filter_row, SGTOPK_OP_FILTER},
+  };
+  return table;
+}
+
+const std::vector<Family>& family_table(sgtopk_operator op) {
+  return op == SGTOPK_OP_FILTER ? filter_family_table() : select_family_table();
+}
+
+const Family* find_family(sgtopk_operator op, const std::string& name) {
+  for (const Family& f : family_table(op))
     if (f.name == name) return &f;
   return nullptr;
 }

@@ -1,6 +1,6 @@
 // The kernel families the planner can choose from: one row each, with its
-// agent template and its planning function. A new family is one row in
-// families.cpp and one planning unit beside it.
+// agent template and its planning function, in one table per operator. A new
+// family is one row in families.cpp and one planning unit beside it.
 #pragma once
 
 #include <string>
@@ -16,19 +16,25 @@ struct Family {
   std::string agent;         // its type, instantiated with the generated Config
   // Fills the plan's launch geometry, kernel constants and workspace.
   void (*plan)(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+  sgtopk_operator op = SGTOPK_OP_SELECT;
 
-  std::string entry() const { return "sgtopk_select_" + name; }  // the extern "C" kernel
+  // The extern "C" kernel: sgtopk_select_direct_exact; the filter's family
+  // names begin with "filter_" already (sgtopk_filter_row).
+  std::string entry() const { return op == SGTOPK_OP_FILTER ? "sgtopk_" + name : "sgtopk_select_" + name; }
 };
 
 const std::vector<Family>& select_family_table();
-// nullptr when no family has that name.
-const Family* find_family(const std::string& name);
+const std::vector<Family>& filter_family_table();
+const std::vector<Family>& family_table(sgtopk_operator op);
+// nullptr when no family of the operator has that name.
+const Family* find_family(sgtopk_operator op, const std::string& name);
 
 // The planning units.
 void plan_direct_exact(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_short_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_filter_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 // CTAs per row of a split plan (select.split.split_counts; 1: none fits).
 int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int sm_count);
 

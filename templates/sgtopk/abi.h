@@ -37,10 +37,11 @@ struct FilterParams {
   const float* logits;       // [rows][pitch]
   float* out;                // [rows][pitch]: the masked rows (may be logits: in place)
   long long pitch;
-  int rows, width;
+  int rows, width;           // rows: the plan's capacity
   const int* top_k;          // [rows] or null: top_k_value for every row
   const float* top_p;        // [rows] or null: top_p_value
   const float* temperature;  // [rows] or null: temperature_value
+  const int* live_rows;      // scalar or null: every row is live
   int top_k_value;
   float top_p_value, temperature_value, mask_value;
 };
@@ -171,5 +172,18 @@ SGTOPK_ABI_FN unsigned short_row_sort_offset(int threads, int items) {
 SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorted, int sort_slots) {
   return short_row_sort_offset(threads, items) + sort_buffer_bytes(sorted, sort_slots);
 }
+
+// ---- the filter_row family's shared memory: one digit round's mass and
+// count per digit, the block scan's scratch, the row's total mass and its
+// largest key.
+constexpr int kFilterDigitBits = 11;
+struct FilterRowShared {
+  u64 mass[1 << kFilterDigitBits];
+  u32 count[1 << kFilterDigitBits];
+  u32 scratch[64];
+  u64 total;
+  u32 max_key;
+};
+SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
 
 }  // namespace sgtopk

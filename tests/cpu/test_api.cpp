@@ -1,12 +1,14 @@
 // The public C API on a machine without a GPU: argument validation (status,
 // message in the caller's terms, no half-made handle), the thread-local last
 // error, a compile-only plan and what it reports, launches refused cleanly,
-// and the select args check (route statistics, the older shorter struct).
+// and the select args check (route statistics, the older shorter struct);
+// the filter's problem, plan and args the same way.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sgtopk/sgtopk.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,9 +17,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/families/families.h"
 #include "runtime/launch.h"
 #include "runtime/plan.h"
 #include "runtime/policy.h"
@@ -65,8 +69,9 @@ Failure compile_failure(const sgtopk_problem* problem, const sgtopk_compile_opti
 // Compiles `problem` (changed by `mutate`) and expects `status` with every
 // one of `needles` in the message, and *out_plan NULL.
 void expect_rejected(const std::function<void(sgtopk_problem&, sgtopk_compile_options&)>& mutate,
-                     sgtopk_status status, const std::vector<std::string>& needles) {
-  sgtopk_problem p = good_problem();
+                     sgtopk_status status, const std::vector<std::string>& needles,
+                     const sgtopk_problem& base = good_problem()) {
+  sgtopk_problem p = base;
   sgtopk_compile_options o = compile_only();
   mutate(p, o);
   const Failure f = compile_failure(&p, &o);
@@ -279,9 +284,9 @@ TEST(ApiProblem, BadOperator) {
                   SGTOPK_ERROR_INVALID_ARGUMENT, {"op=9"});
 }
 
-TEST(ApiProblem, FilterIsUnsupported) {
-  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.op = SGTOPK_OP_FILTER; }, SGTOPK_ERROR_UNSUPPORTED,
-                  {"filter"});
+TEST(ApiProblem, AFilterFlagOnASelectProblem) {
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.flags = SGTOPK_FILTER_MASK; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"SGTOPK_FILTER_MASK", "is a filter flag"});
 }
 
 TEST(ApiProblem, BadStructSize) {
@@ -754,4 +759,318 @@ TEST(Api, RouteStatNamesComeFromTheOneList) {
   static_assert(static_cast<int>(sgtopk::kRouteStatSlots) == static_cast<int>(SGTOPK_ROUTE_STAT_SLOTS));
   static_assert(static_cast<int>(sgtopk::kRouteCandidates) == static_cast<int>(SGTOPK_ROUTE_CANDIDATES));
   static_assert(static_cast<int>(sgtopk::kCyclesRefinement) == static_cast<int>(SGTOPK_CYCLES_REFINEMENT));
+}
+
+// ------------------------------------------------------------ the filter ----
+
+namespace {
+
+namespace detail = sgtopk::detail;
+
+sgtopk_problem filter_problem() {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = SGTOPK_OP_FILTER;
+  p.rows = 8;
+  p.width = 32000;
+  return p;
+}
+
+void expect_filter_rejected(const std::function<void(sgtopk_problem&)>& mutate, sgtopk_status status,
+                            const std::vector<std::string>& needles) {
+  expect_rejected([&](sgtopk_problem& p, sgtopk_compile_options&) { mutate(p); }, status, needles, filter_problem());
+}
+
+detail::Plan filter_plan(int64_t rows = 8, int64_t width = 32000, int64_t pitch = 0) {
+  sgtopk_problem p = filter_problem();
+  p.rows = rows;
+  p.width = width;
+  p.pitch = pitch;
+  return detail::make_plan(detail::validate_problem(&p), detail::Policy::defaults(),
+                           detail::resolve_target(-1, "sm_90", "sm_90"));
+}
+
+sgtopk_filter_args good_filter_args() {
+  sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
+  a.logits = 0x1000000;
+  a.out = 0x1000000;  // in place
+  return a;
+}
+
+void expect_filter_args_rejected(const detail::Plan& plan, const sgtopk_filter_args& args,
+                                 const std::vector<std::string>& needles) {
+  try {
+    (void)detail::make_filter_params(plan, &args);
+    ADD_FAILURE() << "args accepted; wanted: " << needles.front();
+  } catch (const detail::Error& e) {
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
+    for (const auto& needle : needles) EXPECT_TRUE(contains(e.what(), needle)) << "message: " << e.what() << "\nwanted: " << needle;
+  }
+}
+
+}  // namespace
+
+TEST(ApiFilterProblem, ShapesOutsideTheTemplatesLimits) {
+  expect_filter_rejected([](sgtopk_problem& p) { p.rows = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"rows=0 is invalid", "batch capacity", "1..2147483647"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.rows = int64_t{1} << 31; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"rows=2147483648 is invalid"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.width = 0; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"width=0 is invalid", "vocabulary", "1..8388608"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.width = (int64_t{1} << 23) + 1; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"width=8388609 is invalid"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.pitch = 31999; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"pitch 31999 is smaller than width 32000"});
+  expect_filter_rejected(
+      [](sgtopk_problem& p) {
+        p.rows = int64_t{1} << 30;
+        p.width = int64_t{1} << 23;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"rows x pitch", "logits matrix", "2^46"});
+  // The limits themselves are accepted.
+  for (const auto& [rows, width] : {std::pair<int64_t, int64_t>{1, 1}, {(int64_t{1} << 23), 1},
+                                    {(int64_t{1} << 31) - 1, 1}, {1, int64_t{1} << 23}}) {
+    sgtopk_problem p = filter_problem();
+    p.rows = rows;
+    p.width = width;
+    const detail::Problem v = detail::validate_problem(&p);
+    EXPECT_EQ(v.op, SGTOPK_OP_FILTER);
+    EXPECT_EQ(v.pitch, width);
+    EXPECT_TRUE(v.filter_mask);
+  }
+}
+
+TEST(ApiFilterProblem, KIsTheFutureCandidateCapacity) {
+  expect_filter_rejected([](sgtopk_problem& p) { p.k = -1; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"K=-1 is invalid", "candidate output", "0 for the mask output"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.k = 50; }, SGTOPK_ERROR_UNSUPPORTED,
+                         {"K=50", "candidate output", "not yet available", "K=0"});
+}
+
+TEST(ApiFilterProblem, DtypesNameTheUnsupportedOnes) {
+  expect_filter_rejected([](sgtopk_problem& p) { p.dtype = SGTOPK_BF16; }, SGTOPK_ERROR_UNSUPPORTED,
+                         {"SGTOPK_BF16", "not yet available", "float32"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.dtype = SGTOPK_F16; }, SGTOPK_ERROR_UNSUPPORTED,
+                         {"SGTOPK_F16", "not yet available"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.dtype = enum_from_int<sgtopk_dtype>(7); },
+                         SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=7 is invalid"});
+  // The caller's error comes before what this version lacks.
+  expect_filter_rejected(
+      [](sgtopk_problem& p) {
+        p.dtype = SGTOPK_BF16;
+        p.rows = 0;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"rows=0 is invalid"});
+  // Select still takes float32 only.
+  expect_rejected([](sgtopk_problem& p, sgtopk_compile_options&) { p.dtype = SGTOPK_BF16; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=1 is invalid", "float32"});
+}
+
+TEST(ApiFilterProblem, FlagsAndSelectOnlyFields) {
+  expect_filter_rejected([](sgtopk_problem& p) { p.flags = SGTOPK_VALUES | SGTOPK_FILTER_MASK; },
+                         SGTOPK_ERROR_INVALID_ARGUMENT, {"flags 0x1 are select flags", "SGTOPK_FILTER_MASK"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.flags = 1u << 20; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"flags 0x100000 are not sgtopk flags"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.out_pitch = 32000; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"out_pitch=32000", "leave it 0"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.page_size = 16; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"page_size=16", "leave them 0"});
+  for (uint32_t flags : {0u, SGTOPK_FILTER_MASK}) {
+    sgtopk_problem p = filter_problem();
+    p.flags = flags;
+    EXPECT_TRUE(detail::validate_problem(&p).filter_mask) << flags;
+  }
+}
+
+TEST(ApiFilterProblem, FamiliesAreChosenPerOperator) {
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "sampled"; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'sampled' is a select family", "(known: filter_row)"},
+                  filter_problem());
+  expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "filter_row"; },
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'filter_row' is a filter family"});
+  EXPECT_EQ(detail::filter_families(), std::vector<std::string>{"filter_row"});
+}
+
+TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
+  const detail::Plan plan = filter_plan(8, 32000);
+  EXPECT_EQ(plan.family, "filter_row");
+  EXPECT_EQ(plan.entry, "sgtopk_filter_row");
+  EXPECT_EQ(plan.agent_header, "sgtopk/agent/filter_row.cuh");
+  EXPECT_EQ(plan.block, 1024u);
+  EXPECT_EQ(plan.grid, 8u);  // fewer rows than CTAs the GPU holds: one CTA a row
+  EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_EQ(plan.constant("kThreads"), "1024");
+  EXPECT_TRUE(contains(plan.reason, "filter.block_threads 1024")) << plan.reason;
+  // Many rows: the CTAs the GPU holds at once take every grid-th row.
+  const detail::Plan many = filter_plan(100000, 128256);
+  const detail::Target sm90 = detail::resolve_target(-1, "sm_90", "sm_90");
+  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  sgtopk_problem p = filter_problem();
+  const detail::Plan small = detail::make_plan(detail::validate_problem(&p),
+                                               detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
+  EXPECT_EQ(small.block, 256u);
+  EXPECT_EQ(small.constant("kThreads"), "256");
+}
+
+TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls) {
+  const sgtopk_problem p = filter_problem();
+  const sgtopk_compile_options o = compile_only("sm_90");
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_STREQ(info.family, "filter_row");
+  EXPECT_TRUE(is_hex32(info.cache_key));
+  EXPECT_EQ(info.block[0], 1024u);
+  EXPECT_EQ(info.workspace_bytes, 0u);
+  EXPECT_TRUE(contains(info.parameters, "kThreads=1024")) << info.parameters;
+  const std::string text = sgtopk_plan_text(plan);
+  for (const char* needle : {"problem:   filter rows=8 width=32000 pitch=32000 dtype=f32 +mask", "family:    filter_row",
+                             "sgtopk/agent/filter_row.cuh", "entry sgtopk_filter_row", "[filter]"})
+    EXPECT_TRUE(contains(text, needle)) << needle << "\n" << text;
+
+  // The same problem again: the memory cache, the same key.
+  sgtopk_plan again = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &again), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info info2 = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(again, &info2), SGTOPK_OK);
+  EXPECT_STREQ(info2.cache_key, info.cache_key);
+  EXPECT_EQ(info2.from_cache, 1);
+
+  // A select plan of the same rows and width has its own cache entry.
+  sgtopk_problem sp = good_problem();
+  sp.rows = p.rows;
+  sp.width = p.width;
+  sgtopk_plan select = nullptr;
+  ASSERT_EQ(sgtopk_compile(&sp, &o, &select), SGTOPK_OK) << sgtopk_last_error();
+  sgtopk_plan_info select_info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(select, &select_info), SGTOPK_OK);
+  EXPECT_STRNE(select_info.cache_key, info.cache_key);
+
+  // Each operator's calls refuse the other's plans, before anything else
+  // (here: before "compiled without a device").
+  sgtopk_filter_args fa = good_filter_args();
+  sgtopk_select_args sa = SGTOPK_SELECT_ARGS_INIT;
+  sa.scores = 0x10000;
+  sa.indices = 0x20000;
+  EXPECT_EQ(sgtopk_select(plan, &sa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "sgtopk_select takes a select plan")) << sgtopk_last_error();
+  EXPECT_TRUE(contains(sgtopk_last_error(), "use sgtopk_filter")) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_filter(select, &fa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "sgtopk_filter takes a filter plan")) << sgtopk_last_error();
+  EXPECT_TRUE(contains(sgtopk_last_error(), "use sgtopk_select")) << sgtopk_last_error();
+  sgtopk_graph graph = reinterpret_cast<sgtopk_graph>(static_cast<uintptr_t>(0x1234));
+  EXPECT_EQ(sgtopk_graph_create(plan, &sa, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "sgtopk_filter_graph_create")) << sgtopk_last_error();
+  EXPECT_EQ(graph, nullptr);
+  graph = reinterpret_cast<sgtopk_graph>(static_cast<uintptr_t>(0x1234));
+  EXPECT_EQ(sgtopk_filter_graph_create(select, &fa, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "sgtopk_graph_create")) << sgtopk_last_error();
+  EXPECT_EQ(graph, nullptr);
+
+  // The right call on a compile-only plan: refused for want of a device.
+  EXPECT_EQ(sgtopk_filter(plan, &fa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "without a device")) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_filter_graph_create(plan, &fa, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "without a device")) << sgtopk_last_error();
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(sgtopk_filter(nullptr, &fa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sgtopk_last_error(), "plan is NULL")) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_filter_graph_update(nullptr, &fa), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sgtopk_filter_graph_create(plan, &fa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+
+  EXPECT_EQ(sgtopk_plan_destroy(select), SGTOPK_OK);
+  EXPECT_EQ(sgtopk_plan_destroy(again), SGTOPK_OK);
+  EXPECT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+}
+
+TEST(ApiFilterArgs, InitMacroMeansNoFiltering) {
+  const sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
+  EXPECT_EQ(a.struct_size, sizeof(sgtopk_filter_args));
+  EXPECT_EQ(a.logits, 0u);
+  EXPECT_EQ(a.out, 0u);
+  EXPECT_EQ(a.top_k, 0u);
+  EXPECT_EQ(a.top_p, 0u);
+  EXPECT_EQ(a.temperature, 0u);
+  EXPECT_EQ(a.live_rows, 0u);
+  EXPECT_EQ(a.top_k_value, 0);
+  EXPECT_EQ(a.top_p_value, 1.0f);
+  EXPECT_EQ(a.temperature_value, 1.0f);
+  EXPECT_TRUE(std::isinf(a.mask_value) && a.mask_value < 0.0f);
+  EXPECT_EQ(offsetof(sgtopk_filter_args, mask_value) + sizeof(float), sizeof(sgtopk_filter_args))
+      << "mask_value is the last field (fields are only ever appended)";
+}
+
+TEST(ApiFilterArgs, PointersAndValuesArePackedAsGiven) {
+  const detail::Plan plan = filter_plan(8, 1000, 1024);
+  sgtopk_filter_args a = good_filter_args();
+  a.out = 0x2000000;
+  a.top_k = 0x3000000;
+  a.top_p = 0x4000000;
+  a.temperature = 0x5000000;
+  a.live_rows = 0x6000004;
+  a.top_k_value = 50;
+  a.top_p_value = 0.9f;
+  a.temperature_value = 0.7f;
+  a.mask_value = -1.0f;
+  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.logits), a.logits);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.out), a.out);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.top_k), a.top_k);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.top_p), a.top_p);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.temperature), a.temperature);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.live_rows), a.live_rows);
+  EXPECT_EQ(f.rows, 8);
+  EXPECT_EQ(f.width, 1000);
+  EXPECT_EQ(f.pitch, 1024);
+  EXPECT_EQ(f.top_k_value, 50);
+  EXPECT_EQ(f.top_p_value, 0.9f);
+  EXPECT_EQ(f.temperature_value, 0.7f);
+  EXPECT_EQ(f.mask_value, -1.0f);
+  // In place: out == logits.
+  a.out = a.logits;
+  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(plan, &a).out), a.logits);
+}
+
+TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
+  const detail::Plan plan = filter_plan(8, 1000, 1024);
+  try {
+    (void)detail::make_filter_params(plan, nullptr);
+    ADD_FAILURE() << "NULL args accepted";
+  } catch (const detail::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "args is NULL")) << e.what();
+  }
+  sgtopk_filter_args a = good_filter_args();
+  a.struct_size = 8;
+  expect_filter_args_rejected(plan, a, {"args.struct_size is 8", "SGTOPK_FILTER_ARGS_INIT"});
+  a = good_filter_args();
+  a.logits = 0;
+  expect_filter_args_rejected(plan, a, {"args.logits is 0"});
+  a = good_filter_args();
+  a.out = 0;
+  expect_filter_args_rejected(plan, a, {"args.out is 0", "in place"});
+  struct Field {
+    const char* name;
+    sgtopk_devptr sgtopk_filter_args::*member;
+  };
+  for (const Field& field : {Field{"logits", &sgtopk_filter_args::logits}, Field{"out", &sgtopk_filter_args::out},
+                             Field{"top_k", &sgtopk_filter_args::top_k}, Field{"top_p", &sgtopk_filter_args::top_p},
+                             Field{"temperature", &sgtopk_filter_args::temperature},
+                             Field{"live_rows", &sgtopk_filter_args::live_rows}}) {
+    a = good_filter_args();
+    a.out = 0x8000000;
+    a.*field.member = 0x9000002;
+    expect_filter_args_rejected(plan, a, {std::string("args.") + field.name + " is not 4-byte aligned", "0x9000002"});
+  }
+  // Overlapping without being the same matrix: the last row's last token
+  // ((8 - 1) x 1024 + 1000 floats) is the first that does not overlap.
+  a = good_filter_args();
+  a.out = a.logits + 4;
+  expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
+  a.out = a.logits - 4;
+  expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
+  a.out = a.logits + (7 * 1024 + 1000) * 4 - 4;
+  expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
+  a.out = a.logits + (7 * 1024 + 1000) * 4;
+  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
 }

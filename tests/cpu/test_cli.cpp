@@ -227,6 +227,19 @@ TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
   EXPECT_EQ(cache_entries(cache_).size(), 1u) << r.show();
 }
 
+TEST_F(CliTest, PlanDescribesAFilterPlan) {
+  const CliResult r = run("plan --filter --rows 8 --width 32000 --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.show();
+  EXPECT_TRUE(contains(r.out, "problem:   filter rows=8 width=32000")) << r.show();
+  EXPECT_TRUE(contains(r.out, "family:    filter_row")) << r.show();
+  EXPECT_TRUE(contains(r.out, "filter.block_threads 1024")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kThreads = 1024")) << r.show();
+  // K is the candidate output's capacity, not yet available.
+  const CliResult k = run("plan --filter --k 50 --rows 8 --width 32000 --arch sm_90");
+  EXPECT_NE(k.exit_code, 0) << k.show();
+  EXPECT_TRUE(contains(k.err, "candidate output")) << k.show();
+}
+
 TEST_F(CliTest, PolicyPrintsTheDefaultsAndAnOverlay) {
   const CliResult defaults = run("policy");
   ASSERT_EQ(defaults.exit_code, 0) << defaults.show();

@@ -1154,23 +1154,41 @@ TEST(JitKeyProbes, CompileForSm90) {
   }
 }
 
-// The filter template (agent/filter_row.cuh, not yet behind a plan: its
-// logic is checked by tools/emulate/run, here that NVRTC compiles it for
-// sm_90 as the library compiles kernels, with abi.h's FilterParams laid out
-// as the host lays it out).
-TEST(JitFilter, TheFilterTemplateCompilesForSm90) {
-  GeneratedSource src;
-  src.name = "sgtopk_filter_row.cu";
-  src.entry = "sgtopk_filter_row";
-  for (const EmbeddedHeader& h : embedded_headers()) src.headers.emplace_back(h.name, h.text);
-  src.text = "#include \"sgtopk/agent/filter_row.cuh\"\n"
-             "struct Config { static constexpr int kThreads = 1024; };\n"
-             "static_assert(sizeof(sgtopk::FilterParams) == " + std::to_string(sizeof(sgtopk::FilterParams)) +
-             ", \"host and device lay out FilterParams differently\");\n"
-             "extern \"C\" __global__ void __launch_bounds__(1024, 1) sgtopk_filter_row(const sgtopk::FilterParams p) {\n"
-             "  sgtopk::FilterRowAgent<Config>::run(p);\n}\n";
-  std::string log;
-  const std::vector<char> cubin =
-      compile_cubin(src, nvrtc_options("sm_90", Policy::defaults().compile), "sm_90", "jit-filter", &log);
-  EXPECT_FALSE(cubin.empty()) << log;
+// The filter's plan through the real pipeline (plan, generated source,
+// compile request, NVRTC for sm_90): its logic is checked by
+// tools/emulate/run, here that the generated specialization compiles with
+// abi.h's FilterParams and shared-memory layout as the host lays them out, at
+// the default block and the smallest the policy allows.
+TEST(JitFilter, TheFilterPlanCompilesForSm90) {
+  for (const int threads : {1024, 128}) {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.op = SGTOPK_OP_FILTER;
+    p.rows = 130;
+    p.width = 128256;
+    p.pitch = 128256 + 7;
+    Policy policy = Policy::defaults();
+    policy.filter.block_threads = threads;
+    const Plan plan = make_plan(validate_problem(&p), policy, resolve_target(-1, "sm_90", "sm_90"));
+    ASSERT_EQ(plan.family, "filter_row");
+    const GeneratedSource src = generate_source(plan);
+    EXPECT_EQ(src.entry, "sgtopk_filter_row");
+    EXPECT_TRUE(contains(src.text, "#include \"sgtopk/agent/filter_row.cuh\"")) << src.text;
+    EXPECT_TRUE(contains(src.text, "static constexpr int kThreads = " + std::to_string(threads) + ";")) << src.text;
+    EXPECT_TRUE(contains(src.text, "sgtopk_filter_row(const sgtopk::FilterParams params)")) << src.text;
+    EXPECT_TRUE(contains(src.text, "sizeof(sgtopk::FilterParams) == " + std::to_string(sizeof(sgtopk::FilterParams))))
+        << src.text;
+    EXPECT_TRUE(contains(src.text, "__launch_bounds__(" + std::to_string(threads) + ", 1)")) << src.text;
+    const CompileRequest request = make_compile_request(src, plan.arch, plan.policy.compile);
+    std::string log;
+    std::vector<char> cubin;
+    try {
+      cubin = compile_cubin(request.source, request.options, plan.arch, "jit-filter", &log);
+    } catch (const Error& e) {
+      FAIL() << threads << " threads: " << e.what();
+    }
+    ASSERT_GE(cubin.size(), 4u) << log;
+    EXPECT_EQ(std::memcmp(cubin.data(), "\x7f" "ELF", 4), 0) << "not an ELF cubin";
+    EXPECT_NE(std::search(cubin.begin(), cubin.end(), plan.entry.begin(), plan.entry.end()), cubin.end())
+        << plan.entry << " not found in the cubin";
+  }
 }

@@ -116,6 +116,7 @@ struct SpillCase {
   std::string family;            // "": the planner's choice
   bool register_rows = false;    // the case is there for direct_exact's register-resident body
   bool coarse_proposal = false;  // the opt-out select.sampled.fine_proposal_excess = 0
+  bool filter = false;           // the filter operator (k 0: the mask output)
   std::string policy_toml;       // applied over the defaults
 };
 
@@ -133,13 +134,15 @@ std::vector<SpillCase> spill_cases() {
       {"planner_K2048_rows16384_w16384_short_row", 2048, 16384, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
       // The short-row scores read again, four CTAs of 512 an SM: 32 registers.
-      {"short_row_reread_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false,
+      {"short_row_reread_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
        "[select.short_row]\nscores_in_registers = false\nthreads_per_sm = 2048\n"},
+      {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true},
   };
 }
 
 Plan plan_for(const SpillCase& c) {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = c.filter ? SGTOPK_OP_FILTER : SGTOPK_OP_SELECT;
   p.k = c.k;
   p.rows = c.rows;
   p.width = c.width;

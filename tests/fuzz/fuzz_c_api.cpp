@@ -6,15 +6,16 @@
 //   1. validate_problem: returns a Problem inside the contract's ranges
 //      (rows x pitch and rows x out_pitch at most kMaxElements included), or
 //      throws Error(SGTOPK_ERROR_INVALID_ARGUMENT) (SGTOPK_ERROR_UNSUPPORTED
-//      only for op = SGTOPK_OP_FILTER).
+//      only for op = SGTOPK_OP_FILTER: bf16 / fp16, K > 0).
 //   2. resolve_target(-1, arch): returns a target of sm_<kMinArch> or newer,
 //      or throws INVALID_ARGUMENT.
 //   3. the policy_toml, when any: parses or throws SGTOPK_ERROR_POLICY.
 //   4. make_plan for a valid problem on the compile-only target, with the
 //      parsed policy and the forced family: returns, or throws INVALID_ARGUMENT
 //      (never INTERNAL, never another exception).
-//   5. make_select_params on that plan: returns parameters whose pointers are
-//      the caller's, non-zero where required and aligned, or throws
+//   5. make_select_params on that plan (make_filter_params on a filter plan,
+//      from the same pointers): returns parameters whose pointers are the
+//      caller's, non-zero where required and aligned, or throws
 //      INVALID_ARGUMENT.
 //   6. sgtopk_compile with arguments that fail validation (when 1-4 all
 //      passed, K is forced out of range so it returns before compiling): a
@@ -182,6 +183,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                       [&] { problem = detail::validate_problem(&p); });
   if (problem_status) {
     failures.insert(*problem_status);
+  } else if (is_filter) {
+    const bool ok = problem.op == SGTOPK_OP_FILTER && problem.k == 0 && problem.rows >= 1 &&
+                    problem.rows < detail::kMaxRows && problem.width >= 1 && problem.width <= detail::kMaxFilterWidth &&
+                    problem.pitch >= problem.width && problem.pitch <= detail::kMaxElements / problem.rows &&
+                    problem.out_pitch == 0 && dtype == SGTOPK_F32 && (p.flags & ~SGTOPK_FILTER_MASK) == 0 &&
+                    p.out_pitch == 0 && p.struct_size >= offsetof(sgtopk_problem, page_size) &&
+                    (p.struct_size < sizeof(sgtopk_problem) || (p.page_size == 0 && p.page_table_pitch == 0));
+    if (!ok) finding("validate_problem accepted a filter problem outside the contract: " + detail::to_string(problem));
   } else {
     // What was accepted is inside the contract's ranges.
     const bool ok = problem.k >= 1 && problem.k <= detail::kMaxK && problem.rows >= 1 &&
@@ -243,6 +252,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     });
     if (plan_status) {
       failures.insert(*plan_status);
+    } else if (is_filter) {
+      sgtopk_filter_args fa = SGTOPK_FILTER_ARGS_INIT;
+      if (a.struct_size < sizeof(sgtopk_select_args)) fa.struct_size = a.struct_size;
+      fa.logits = a.scores;
+      fa.out = a.indices;
+      fa.top_k = a.lengths;
+      fa.top_p = a.starts;
+      fa.temperature = a.values;
+      fa.live_rows = a.live_rows;
+      detail::DeviceFilterParams params{};
+      const auto args_status = checked("make_filter_params", {SGTOPK_ERROR_INVALID_ARGUMENT},
+                                       [&] { params = detail::make_filter_params(plan, &fa); });
+      if (!args_status) {
+        const auto addr = [](const void* ptr) { return reinterpret_cast<uint64_t>(ptr); };
+        const uint64_t extent = static_cast<uint64_t>((plan.problem.rows - 1) * plan.problem.pitch + plan.problem.width) * 4u;
+        const bool ok = fa.struct_size >= sizeof(sgtopk_filter_args) && fa.logits != 0 && fa.logits % 4 == 0 &&
+                        fa.out != 0 && fa.out % 4 == 0 && fa.top_k % 4 == 0 && fa.top_p % 4 == 0 &&
+                        fa.temperature % 4 == 0 && fa.live_rows % 4 == 0 &&
+                        (fa.out == fa.logits || fa.out >= fa.logits + extent || fa.logits >= fa.out + extent) &&
+                        addr(params.logits) == fa.logits && addr(params.out) == fa.out &&
+                        addr(params.top_k) == fa.top_k && addr(params.top_p) == fa.top_p &&
+                        addr(params.temperature) == fa.temperature && addr(params.live_rows) == fa.live_rows &&
+                        params.rows == plan.problem.rows && params.width == plan.problem.width &&
+                        params.pitch == plan.problem.pitch;
+        if (!ok) finding("make_filter_params accepted arguments outside the contract");
+      }
     } else {
       detail::DeviceSelectParams params{};
       const auto args_status = checked("make_select_params", {SGTOPK_ERROR_INVALID_ARGUMENT},
@@ -280,7 +315,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // 6. the public entry point, with arguments that fail validation.
   if (failures.empty()) {
-    p.k = k_zero ? 0 : detail::kMaxK + 1;
+    p.k = is_filter ? -1 : k_zero ? 0 : detail::kMaxK + 1;
     failures.insert(SGTOPK_ERROR_INVALID_ARGUMENT);
   }
   sgtopk_plan out = reinterpret_cast<sgtopk_plan>(static_cast<uintptr_t>(0x1234));

@@ -61,7 +61,8 @@ class Binding(unittest.TestCase):
     def test_structs_mirror_the_header(self):
         from sgtopk import _capi
         for struct, name in ((_capi.Problem, "sgtopk_problem"), (_capi.CompileOptions, "sgtopk_compile_options"),
-                             (_capi.SelectArgs, "sgtopk_select_args"), (_capi.PlanInfo, "sgtopk_plan_info")):
+                             (_capi.SelectArgs, "sgtopk_select_args"), (_capi.FilterArgs, "sgtopk_filter_args"),
+                             (_capi.PlanInfo, "sgtopk_plan_info")):
             self.assertEqual([f[0] for f in struct._fields_], self.header_fields(name), name)
 
 
@@ -112,6 +113,25 @@ class Planning(unittest.TestCase):
         with self.assertRaises(sgtopk.SgtopkError) as e:
             sgtopk.plan(16, 10, 1000, pitch=999, device=-1, arch="sm_90")
         self.assertIn("pitch 999", str(e.exception))
+
+    def test_filter_plans_compile_and_refuse_to_launch_without_a_device(self):
+        from sgtopk import _capi
+        lib = sgtopk.library()
+        plan = lib.compile(0, 8, 32000, op=_capi.OP_FILTER, device=-1, arch="sm_90", own_workspace=False)
+        self.assertEqual(plan.info["family"], "filter_row")
+        self.assertIn("filter rows=8 width=32000", plan.text)
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            plan.filter({"logits": 0x10000, "top_k_value": 50, "top_p_value": 0.9})
+        self.assertEqual(e.exception.status, 1)
+        self.assertIn("without a device", str(e.exception))
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            plan.select({"scores": 0x10000, "indices": 0x20000})
+        self.assertIn("sgtopk_select takes a select plan", str(e.exception))
+        with self.assertRaises(sgtopk.SgtopkError) as e:
+            lib.compile(50, 8, 32000, op=_capi.OP_FILTER, device=-1, arch="sm_90", own_workspace=False)
+        self.assertEqual(e.exception.status, 6)  # SGTOPK_ERROR_UNSUPPORTED
+        self.assertIn("candidate output", str(e.exception))
+        plan.close()
 
     def test_policy_errors_name_the_key(self):
         with self.assertRaises(sgtopk.SgtopkError) as e:

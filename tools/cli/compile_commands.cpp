@@ -63,6 +63,7 @@ struct PlanCommand {
   ProblemOptions problem;
   Request request;
   std::string problem_file;
+  bool filter = false;  // the filter operator: rows the batch, width the vocabulary, no K
 
   int run() {
     Request r = request;
@@ -89,11 +90,14 @@ struct PlanCommand {
            {std::tuple<const char*, bool, const CLI::Option*>{"k", spec.k.has_value(), problem.k_opt},
             {"rows", spec.rows.has_value(), problem.rows_opt},
             {"width", spec.width.has_value(), problem.width_opt}}) {
+        if (filter && std::string(key) == "k") continue;
         if (!present && option->count() == 0)
           throw UsageError(problem_file + ": no " + key + ": write `" + key + " = N` in it, or give --" + key);
       }
     }
+    if (filter && problem_file.empty()) p.k = 0;  // the mask output (K is the candidate capacity)
     problem.apply(&p);
+    if (filter) p.op = SGTOPK_OP_FILTER;
     const sgtopk_compile_options o = options_for(r);
     sgtopk_plan plan = nullptr;
     if (sgtopk_compile(&p, &o, &plan) != SGTOPK_OK) {
@@ -284,6 +288,10 @@ Runner add_plan(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("plan", "Plan, compile (or hit the cache) and print the plan");
   cmd->problem.add(sub, ProblemOptions::Set::all, 2048, 4096, 262144);
   add_compile_options(sub, &cmd->request, true);
+  sub->add_flag("--filter", cmd->filter,
+                "plan the top-k / top-p filter (mask output) instead of select: --rows is the batch, --width the "
+                "vocabulary; no --k")
+      ->group("Problem");
   sub->add_option("PROBLEM.toml", cmd->problem_file,
                   "a [problem] table (or its keys at the top level): k, rows, width, pitch, out_pitch, flags, "
                   "family; options given on the command line override its keys")

@@ -15,7 +15,9 @@
 //
 // Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
 // stays below 2^64. The including source defines `Config`: kThreads. The
-// launch's arguments are abi.h's FilterParams.
+// launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
+// untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
+// Dynamic shared memory: abi.h's FilterRowShared.
 #pragma once
 #include "sgtopk/abi.h"
 #include "sgtopk/block/block_scan.cuh"
@@ -26,17 +28,13 @@ namespace sgtopk {
 template <typename Config>
 struct FilterRowAgent {
   static constexpr int kThreads = Config::kThreads;
-  static constexpr int kDigitBits = 11;
+  static constexpr int kDigitBits = kFilterDigitBits;
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
+  static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
 
-  struct Shared {
-    u64 mass[kDigits];
-    u32 count[kDigits];
-    u32 scratch[64];
-    u64 total;
-    u32 max_key;
-  };
+  typedef FilterRowShared Shared;
+  static_assert(kDigitBits == 11, "boundary() resolves 32-bit keys in rounds of 11, 11 and 10 bits");
 
   // Where a digit round found the rank: the digit, and the count or mass of
   // the keys above it within the round's group.
@@ -151,11 +149,12 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
-    for (int r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const long long live = live_row_count(p, static_cast<long long>(p.rows));
+    for (long long r = blockIdx.x; r < live; r += gridDim.x) {
       const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
       const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
-      Row row{p.logits + static_cast<long long>(r) * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
-      float* out = p.out + static_cast<long long>(r) * p.pitch;
+      Row row{p.logits + r * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
+      float* out = p.out + r * p.pitch;
       int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
       float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
       const bool top_k_on = k > 0 && k < row.len;

@@ -28,8 +28,10 @@ struct PhaseClock {
   }
 };
 
-// The live rows of this launch, read on the device so graphs can replay it.
-SGTOPK_DEVICE long long live_row_count(const SelectParams& p, long long capacity) {
+// The live rows of this launch, read on the device so graphs can replay it
+// (SelectParams and FilterParams alike).
+template <typename Params>
+SGTOPK_DEVICE long long live_row_count(const Params& p, long long capacity) {
   if (p.live_rows == nullptr) return capacity;
   long long live = *p.live_rows;
   return live < 0 ? 0 : (live > capacity ? capacity : live);

@@ -1,0 +1,600 @@
+// GPU tests of the filter operator (sgtopk_filter, mask output) against the
+// CPU reference (reference/filter.h), label `gpu`. Every case poisons the
+// output first, then checks every live row's kept set exactly (either
+// neighbour only where the reference's mass is within kFilterMassTolerance
+// of p: check_filter_mask's acceptable counts), that the padding past the
+// vocabulary and every row past live_rows are untouched, and that nothing is
+// written when a call is refused.
+#include <gtest/gtest.h>
+#include <sgtopk/sgtopk.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "reference/filter.h"
+#include "runtime/driver.h"
+#include "support/test_support.h"
+
+namespace sgtopk::testing {
+using namespace sgtopk::detail;
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::nanf("");
+
+// How a case sets k, p and temperature: one scalar each, or per-row arrays.
+enum class Mode { kTopK, kTopP, kBoth, kNeither, kMixed };
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kTopK: return "topk";
+    case Mode::kTopP: return "topp";
+    case Mode::kBoth: return "both";
+    case Mode::kNeither: return "neither";
+    case Mode::kMixed: return "mixed";
+  }
+  return "?";
+}
+
+struct Case {
+  int64_t rows = 8;
+  int64_t vocab = 32000;
+  int64_t pitch = 0;  // 0: vocab
+  Mode mode = Mode::kMixed;
+  std::string name() const {
+    return std::string(mode_name(mode)) + "_b" + std::to_string(rows) + "_v" + std::to_string(vocab) +
+           (pitch ? "_pitch" + std::to_string(pitch) : "");
+  }
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name(); }
+
+// A row of logits: normal rows, and the filter's adversaries by `kind`.
+std::vector<float> make_logits(int kind, int64_t vocab, std::mt19937_64& rng) {
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  std::vector<float> row(static_cast<size_t>(vocab));
+  for (float& x : row) x = logit(rng);
+  auto at = [&] { return static_cast<size_t>(rng() % static_cast<uint64_t>(vocab)); };
+  switch (kind % 12) {
+    case 1:  // -inf fractions (grammar masks)
+    case 2: {
+      const double fraction = kind % 12 == 1 ? 0.5 : 0.99;
+      for (float& x : row)
+        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fraction) x = -kInf;
+      break;
+    }
+    case 3: std::fill(row.begin(), row.end(), -kInf); break;  // all -inf
+    case 4:  // NaN among the top tokens, a spike next to them
+      for (int i = 0; i < 5; ++i) row[at()] = kNaN;
+      row[at()] = 50.0f;
+      break;
+    case 5: {  // 1000 tied tokens on top (the top-p boundary inside the tie)
+      for (float& x : row) x = -5.0f;
+      for (int64_t i = 0; i < std::min<int64_t>(vocab, 1000); ++i) row[at()] = 3.0f;
+      break;
+    }
+    case 6:  // near-equal logits (spread 1e-6)
+      for (float& x : row) x = 1.0f + std::uniform_real_distribution<float>(0.0f, 1e-6f)(rng);
+      break;
+    case 7:  // fewer finite values than a typical k
+      std::fill(row.begin(), row.end(), -kInf);
+      for (int i = 0; i < 7; ++i) row[at()] = logit(rng);
+      break;
+    case 8: row[at()] = kInf; row[at()] = kInf; break;      // +inf shares the mass
+    case 9: std::fill(row.begin(), row.end(), kNaN); break;  // all NaN
+    case 10:  // quantized logits: many ties everywhere
+      for (float& x : row) x = std::round(x * 4.0f) / 4.0f;
+      break;
+    default: break;  // 0, 11: plain normal logits
+  }
+  return row;
+}
+
+// The values each row sees. Scalar modes leave the arrays empty.
+struct RowValues {
+  std::vector<int32_t> k;
+  std::vector<float> p, t;
+  int32_t k_value = 0;
+  float p_value = 1.0f, t_value = 1.0f;
+  int32_t k_of(int64_t r) const { return k.empty() ? k_value : k[static_cast<size_t>(r)]; }
+  float p_of(int64_t r) const { return p.empty() ? p_value : p[static_cast<size_t>(r)]; }
+  float t_of(int64_t r) const { return t.empty() ? t_value : t[static_cast<size_t>(r)]; }
+};
+
+RowValues make_values(Mode mode, int64_t rows, int64_t vocab, std::mt19937_64& rng) {
+  RowValues v;
+  switch (mode) {
+    case Mode::kTopK: v.k_value = 50; break;
+    case Mode::kTopP: v.p_value = 0.9f; break;
+    case Mode::kBoth: v.k_value = 50; v.p_value = 0.9f; break;
+    case Mode::kNeither: break;
+    case Mode::kMixed: {
+      const int32_t vk = static_cast<int32_t>(vocab);
+      const int32_t ks[] = {1, 2, 50, 1000, vk - 1, vk, vk + 3, 0, -4, 50};
+      const float ps[] = {0.9f, 0.5f, 0.99f, 1e-7f, 0.0f, -1.0f, 1.0f, 1.5f, kNaN, 0.999999f};
+      const float ts[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf, kNaN};
+      for (int64_t r = 0; r < rows; ++r) {
+        // Row 0 keeps top-k and top-p on together; the rest mix every edge.
+        v.k.push_back(r == 0 ? 50 : ks[rng() % 10]);
+        v.p.push_back(r == 0 ? 0.9f : ps[rng() % 10]);
+        v.t.push_back(r == 0 ? 1.0f : ts[rng() % 10]);
+      }
+      break;
+    }
+  }
+  return v;
+}
+
+sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch) {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = SGTOPK_OP_FILTER;
+  p.rows = rows;
+  p.width = vocab;
+  p.pitch = pitch;
+  p.flags = SGTOPK_FILTER_MASK;
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  sgtopk_plan plan = nullptr;
+  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  return plan;
+}
+
+// Host inputs and their device copies, the output poisoned.
+struct FilterSet {
+  int64_t rows, vocab, pitch;
+  std::vector<float> logits;  // [rows][pitch], the padding garbage
+  RowValues values;
+  DeviceBuffer d_logits, d_out, d_k, d_p, d_t, d_live;
+  sgtopk_filter_args args = SGTOPK_FILTER_ARGS_INIT;
+
+  FilterSet(int64_t rows_, int64_t vocab_, int64_t pitch_, Mode mode, std::mt19937_64& rng, int kind_offset = 0)
+      : rows(rows_), vocab(vocab_), pitch(pitch_ ? pitch_ : vocab_) {
+    logits.assign(static_cast<size_t>(rows * pitch), 0.0f);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = (i % 3 == 0) ? 3.0e38f : kNaN;  // never read as logits
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<float> row = make_logits(static_cast<int>(r) + kind_offset, vocab, rng);
+      std::copy(row.begin(), row.end(), logits.begin() + r * pitch);
+    }
+    values = make_values(mode, rows, vocab, rng);
+    d_logits = DeviceBuffer(logits.size() * 4);
+    d_logits.upload(logits);
+    d_out = DeviceBuffer(logits.size() * 4);
+    d_k = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_p = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_t = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_live = DeviceBuffer(4);
+    const int32_t live = static_cast<int32_t>(rows);
+    d_live.upload(&live, 4);
+    if (!values.k.empty()) d_k.upload(values.k);
+    if (!values.p.empty()) d_p.upload(values.p);
+    if (!values.t.empty()) d_t.upload(values.t);
+    poison();
+    args.logits = d_logits.ptr();
+    args.out = d_out.ptr();
+    args.top_k = values.k.empty() ? 0 : d_k.ptr();
+    args.top_p = values.p.empty() ? 0 : d_p.ptr();
+    args.temperature = values.t.empty() ? 0 : d_t.ptr();
+    args.top_k_value = values.k_value;
+    args.top_p_value = values.p_value;
+    args.temperature_value = values.t_value;
+  }
+  void poison() { d_out.fill_u32(kPoison); }
+  void set_live(int32_t live) {
+    d_live.upload(&live, 4);
+    args.live_rows = d_live.ptr();
+  }
+  std::vector<float> out() const { return d_out.download_as<float>(logits.size()); }
+};
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+bool is_poison(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bits == kPoison;
+}
+
+// Every live row against the reference; the padding and the rows past `live`
+// hold `untouched` (the poison, or the logits themselves when in place).
+std::string check(const FilterSet& s, const std::vector<float>& out, int64_t live, bool in_place,
+                  float mask = -kInf, int max_failures = 5) {
+  std::string failures;
+  int failed = 0;
+  auto untouched = [&](int64_t r, int64_t i) {
+    const float x = out[static_cast<size_t>(r * s.pitch + i)];
+    return in_place ? same_bits(x, s.logits[static_cast<size_t>(r * s.pitch + i)]) : is_poison(x);
+  };
+  for (int64_t r = 0; r < s.rows && failed < max_failures; ++r) {
+    std::string e;
+    if (r >= live) {
+      for (int64_t i = 0; i < s.pitch && e.empty(); ++i)
+        if (!untouched(r, i)) e = "written past live_rows at " + std::to_string(i);
+    } else {
+      for (int64_t i = s.vocab; i < s.pitch && e.empty(); ++i)
+        if (!untouched(r, i)) e = "written past the vocabulary at " + std::to_string(i);
+      if (e.empty())
+        e = reference::check_filter_mask(s.logits.data() + r * s.pitch, s.vocab, s.values.k_of(r), s.values.p_of(r),
+                                         out.data() + r * s.pitch, mask, s.values.t_of(r));
+    }
+    if (!e.empty()) {
+      ++failed;
+      failures += "row " + std::to_string(r) + " (k " + std::to_string(s.values.k_of(r)) + ", p " +
+                  std::to_string(s.values.p_of(r)) + ", T " + std::to_string(s.values.t_of(r)) + "): " + e + "\n";
+    }
+  }
+  return failures;
+}
+
+void synchronize() { check_cuda(driver().cuCtxSynchronize(), "kernel execution"); }
+
+// --------------------------------------------------------- the shape grid ----
+
+class FilterGpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FilterGpu, MatchesReference) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  const Case& c = GetParam();
+  SGTOPK_SEEDED_RNG(rng, c.name());
+  sgtopk_plan plan = compile_filter(c.rows, c.vocab, c.pitch);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(c.rows, c.vocab, c.pitch, c.mode, rng);
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), c.rows, false), "") << c.name();
+  sgtopk_plan_destroy(plan);
+}
+
+std::vector<Case> grid_cases() {
+  std::vector<Case> out;
+  for (int64_t rows : {1, 8, 130})
+    for (int64_t vocab : {1000, 32000, 128256})
+      for (Mode mode : {Mode::kTopK, Mode::kTopP, Mode::kBoth, Mode::kNeither, Mode::kMixed})
+        out.push_back({rows, vocab, 0, mode});
+  // Rows that are not contiguous, nor 16-byte aligned.
+  for (Mode mode : {Mode::kBoth, Mode::kMixed}) {
+    out.push_back({8, 32000, 32000 + 37, mode});
+    out.push_back({130, 1000, 1000 + 3, mode});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FilterGpu, ::testing::ValuesIn(grid_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name(); });
+
+// ------------------------------------------------------- the edge values ----
+
+// One row kind and one set of values for every row: k = 1, k >= vocab,
+// k <= 0, p <= 0, p >= 1, temperatures that do and do not scale, the
+// adversarial rows (ties at the top-p boundary, -inf, NaN).
+TEST(FilterGpuEdges, EveryEdgeValueOnEveryRowKind) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "edges");
+  const int64_t rows = 12, vocab = 5000;  // one row of each kind
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  struct Values {
+    int32_t k;
+    float p, t;
+  };
+  const Values edges[] = {{1, 1.0f, 1.0f},     {5000, 1.0f, 1.0f},  {6000, 0.5f, 1.0f}, {0, 0.5f, 1.0f},
+                          {-3, 0.5f, 1.0f},    {0, 0.0f, 1.0f},     {0, -2.0f, 1.0f},   {50, 1.0f, 1.0f},
+                          {50, 7.0f, 1.0f},    {0, 0.5f, 0.6f},     {50, 0.9f, 2.5f},   {0, 0.9f, 0.0f},
+                          {0, 0.9f, -1.0f},    {0, 0.9f, kInf},     {0, 0.9f, kNaN},    {0, kNaN, 1.0f},
+                          {1000, 0.5f, 1.0f},  {999, 0.999f, 1.0f}, {0, 1e-7f, 1.0f},   {0, 0.999999f, 1.0f}};
+  for (const Values& v : edges) {
+    SCOPED_TRACE("k " + std::to_string(v.k) + " p " + std::to_string(v.p) + " T " + std::to_string(v.t));
+    FilterSet s(rows, vocab, 0, Mode::kNeither, rng);
+    s.args.top_k_value = s.values.k_value = v.k;
+    s.args.top_p_value = s.values.p_value = v.p;
+    s.args.temperature_value = s.values.t_value = v.t;
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    EXPECT_EQ(check(s, s.out(), rows, false), "");
+  }
+  sgtopk_plan_destroy(plan);
+}
+
+// 1000 tied tokens on top: top-p's boundary falls inside the tie, and the
+// kept copies are the lowest indices; the same on every run.
+TEST(FilterGpuEdges, TiedTokensAtTheTopPBoundary) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "ties");
+  const int64_t rows = 8, vocab = 128256;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kNeither, rng);
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> row = make_logits(5, vocab, rng);
+    std::copy(row.begin(), row.end(), s.logits.begin() + r * vocab);
+  }
+  s.d_logits.upload(s.logits);
+  for (const float p : {0.5f, 0.123f, 0.9f, 0.999f}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    s.args.top_p_value = s.values.p_value = p;
+    s.poison();
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    const std::vector<float> first = s.out();
+    EXPECT_EQ(check(s, first, rows, false), "");
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK);
+    synchronize();
+    EXPECT_TRUE(std::memcmp(first.data(), s.out().data(), first.size() * 4) == 0) << "a second run differs";
+  }
+  sgtopk_plan_destroy(plan);
+}
+
+// A NaN or a run of NaN leaves its neighbours' verdicts alone: the row with
+// NaN is checked whole, and the rows around it in the batch too.
+TEST(FilterGpuEdges, NaNPatternsLeaveNeighboursUnaffected) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "nan");
+  const int64_t rows = 16, vocab = 32000;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kBoth, rng);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s.logits.data() + r * vocab;
+    const int64_t top = std::max_element(row, row + vocab) - row;  // a NaN beside the largest logit
+    if (r % 4 == 1) {
+      if (top > 0) row[top - 1] = kNaN;
+      if (top + 1 < vocab) row[top + 1] = kNaN;
+    } else if (r % 4 == 2) {
+      for (int64_t i = 0; i < vocab; i += 2) row[i] = kNaN;  // every other token
+    } else if (r % 4 == 3) {
+      row[top] = kNaN;  // the would-be top token itself
+    }
+  }
+  s.d_logits.upload(s.logits);
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), rows, false), "");
+  sgtopk_plan_destroy(plan);
+}
+
+// A mask value other than -inf is what is written.
+TEST(FilterGpuEdges, TheGivenMaskValueIsWritten) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "mask");
+  sgtopk_plan plan = compile_filter(8, 32000, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(8, 32000, 0, Mode::kMixed, rng);
+  s.args.mask_value = -12345.0f;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), 8, false, -12345.0f), "");
+  sgtopk_plan_destroy(plan);
+}
+
+// ----------------------------------------- in place, live rows, repeats ----
+
+TEST(FilterGpuLaunch, InPlace) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "in-place");
+  const int64_t rows = 130, vocab = 32000, pitch = 32000 + 5;
+  sgtopk_plan plan = compile_filter(rows, vocab, pitch);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, pitch, Mode::kMixed, rng);
+  s.args.out = s.args.logits;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.d_logits.download_as<float>(s.logits.size()), rows, true), "");
+  const std::vector<float> out = s.out();
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), is_poison)) << "the separate output was written";
+  sgtopk_plan_destroy(plan);
+}
+
+TEST(FilterGpuLaunch, LiveRowsLeaveLaterRowsUntouched) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "live");
+  const int64_t rows = 130, vocab = 1000;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  for (const int32_t live : {77, 0, 1, 130, 1000, -5}) {
+    SCOPED_TRACE("live_rows " + std::to_string(live));
+    s.poison();
+    s.set_live(live);
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    EXPECT_EQ(check(s, s.out(), std::clamp<int64_t>(live, 0, rows), false), "");
+  }
+  sgtopk_plan_destroy(plan);
+}
+
+TEST(FilterGpuLaunch, RepeatedRunsAreBitIdenticalAndBatchInvariant) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "repeat");
+  const int64_t rows = 130, vocab = 128256;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const std::vector<float> first = s.out();
+  EXPECT_EQ(check(s, first, rows, false), "");
+  for (int run = 0; run < 3; ++run) {
+    s.poison();
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK);
+    synchronize();
+    EXPECT_TRUE(std::memcmp(first.data(), s.out().data(), first.size() * 4) == 0) << "run " << run << " differs";
+  }
+  // Row 77 alone, in a batch of one, gives the same bits.
+  sgtopk_plan single = compile_filter(1, vocab, 0);
+  ASSERT_NE(single, nullptr);
+  const int64_t r = 77;
+  DeviceBuffer logits(static_cast<size_t>(vocab) * 4), out(static_cast<size_t>(vocab) * 4);
+  logits.upload(s.logits.data() + r * vocab, static_cast<size_t>(vocab) * 4);
+  out.fill_u32(kPoison);
+  sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
+  a.logits = logits.ptr();
+  a.out = out.ptr();
+  a.top_k_value = s.values.k_of(r);
+  a.top_p_value = s.values.p_of(r);
+  a.temperature_value = s.values.t_of(r);
+  ASSERT_EQ(sgtopk_filter(single, &a, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_TRUE(std::memcmp(first.data() + r * vocab, out.download_as<float>(static_cast<size_t>(vocab)).data(),
+                          static_cast<size_t>(vocab) * 4) == 0)
+      << "row 77 alone differs from row 77 of the batch";
+  sgtopk_plan_destroy(single);
+  sgtopk_plan_destroy(plan);
+}
+
+// ---------------------------------------------------------------- graphs ----
+
+// A graph built once replays correctly after the per-row values and live_rows
+// change on the device, after its pointers and scalars are replaced, and after
+// the plan handle is gone.
+TEST(FilterGpuGraph, ReplaysWithChangedValuesLiveRowsAndPointers) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "graph");
+  const int64_t rows = 130, vocab = 32000;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  s.set_live(static_cast<int32_t>(rows));
+  sgtopk_graph graph = nullptr;
+  ASSERT_EQ(sgtopk_filter_graph_create(plan, &s.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), rows, false), "") << "first replay";
+
+  // New per-row values and fewer live rows, written on the device only.
+  const RowValues next = make_values(Mode::kMixed, rows, vocab, rng);
+  s.values.k = next.k;
+  s.values.p = next.p;
+  s.values.t = next.t;
+  s.d_k.upload(s.values.k);
+  s.d_p.upload(s.values.p);
+  s.d_t.upload(s.values.t);
+  s.poison();
+  s.set_live(61);
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), 61, false), "") << "replay with changed values and live_rows";
+
+  // A second input set with scalar values: update the graph.
+  FilterSet s2(rows, vocab, 0, Mode::kBoth, rng);
+  ASSERT_EQ(sgtopk_filter_graph_update(graph, &s2.args), SGTOPK_OK) << sgtopk_last_error();
+  ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(s2, s2.out(), rows, false), "") << "replay after update";
+  // The select calls refuse a filter graph.
+  sgtopk_select_args sa = SGTOPK_SELECT_ARGS_INIT;
+  sa.scores = s2.d_logits.ptr();
+  sa.indices = s2.d_out.ptr();
+  EXPECT_EQ(sgtopk_graph_update(graph, &sa), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("sgtopk_filter_graph_update"), std::string::npos)
+      << sgtopk_last_error();
+
+  ASSERT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+  s2.poison();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(check(s2, s2.out(), rows, false), "") << "repeated replays after the plan is gone";
+  EXPECT_EQ(sgtopk_graph_destroy(graph), SGTOPK_OK);
+}
+
+// Stream capture by the caller (as a framework would) also works.
+TEST(FilterGpuGraph, CapturesInCallerStream) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "capture");
+  const int64_t rows = 8, vocab = 128256;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  const DriverApi& cu = driver();
+  CUstream stream;
+  check_cuda(cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check_cuda(cu.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, reinterpret_cast<sgtopk_stream>(stream)), SGTOPK_OK) << sgtopk_last_error();
+  CUgraph graph;
+  check_cuda(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  CUgraphExec exec;
+  check_cuda(cu.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+  for (int replay = 0; replay < 2; ++replay) {
+    s.poison();
+    check_cuda(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+    check_cuda(cu.cuStreamSynchronize(stream), "replay");
+    EXPECT_EQ(check(s, s.out(), rows, false), "") << "replay " << replay;
+  }
+  cu.cuGraphExecDestroy(exec);
+  cu.cuGraphDestroy(graph);
+  cu.cuStreamDestroy(stream);
+  sgtopk_plan_destroy(plan);
+}
+
+// ---------------------------------------------------------------- errors ----
+
+TEST(FilterGpuErrors, BadArgumentsChangeNothing) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "errors");
+  const int64_t rows = 4, vocab = 1000;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kBoth, rng);
+  auto refused = [&](sgtopk_filter_args a, const std::string& needle) {
+    EXPECT_EQ(sgtopk_filter(plan, &a, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT) << needle;
+    EXPECT_NE(std::string(sgtopk_last_error()).find(needle), std::string::npos) << sgtopk_last_error();
+  };
+  sgtopk_filter_args a = s.args;
+  a.logits = 0;
+  refused(a, "args.logits is 0");
+  a = s.args;
+  a.out = 0;
+  refused(a, "args.out is 0");
+  a = s.args;
+  a.top_k = s.d_k.ptr() + 2;
+  refused(a, "args.top_k is not 4-byte aligned");
+  a = s.args;
+  a.out = s.args.logits + 4;
+  refused(a, "overlaps");
+  EXPECT_EQ(sgtopk_filter(plan, nullptr, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  // A filter plan through the select call, and a select plan through the filter call.
+  sgtopk_select_args sa = SGTOPK_SELECT_ARGS_INIT;
+  sa.scores = s.args.logits;
+  sa.indices = s.args.out;
+  EXPECT_EQ(sgtopk_select(plan, &sa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("use sgtopk_filter"), std::string::npos) << sgtopk_last_error();
+  sgtopk_problem sp = SGTOPK_PROBLEM_INIT;
+  sp.k = 16;
+  sp.rows = rows;
+  sp.width = vocab;
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  o.own_workspace = 1;
+  sgtopk_plan select = nullptr;
+  ASSERT_EQ(sgtopk_compile(&sp, &o, &select), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_filter(select, &s.args, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("use sgtopk_select"), std::string::npos) << sgtopk_last_error();
+  sgtopk_graph graph = nullptr;
+  EXPECT_EQ(sgtopk_filter_graph_create(select, &s.args, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(sgtopk_graph_create(plan, &sa, &graph), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(graph, nullptr);
+  synchronize();
+  const std::vector<float> out = s.out();
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), is_poison)) << "a refused call wrote the output";
+  const std::vector<float> logits = s.d_logits.download_as<float>(s.logits.size());
+  EXPECT_TRUE(std::memcmp(logits.data(), s.logits.data(), logits.size() * 4) == 0) << "a refused call wrote the logits";
+  sgtopk_plan_destroy(select);
+  sgtopk_plan_destroy(plan);
+}
+
+}  // namespace
+}  // namespace sgtopk::testing
