@@ -199,12 +199,14 @@
   X(INT, few_rows_items_per_thread, 4, (1, 32), \
     "launches of at most one row per SM: scores a thread instead of items_per_thread, in CTAs of\n" \
     "up to 1024 threads (there a row's latency sets the time, not the SM's throughput)") \
-  X(BOOL, scores_in_registers, true, (), \
-    "keep the row's scores in registers after the load; false: only their coarse keys (shared\n" \
-    "memory), the boundary bin's scores and the selected values read again from L2") \
-  X(INT, threads_per_sm, 1024, (128, 2048), \
-    "resident threads per SM a plan asks for (CTAs per SM = this / threads per CTA, at least 1):\n" \
-    "1024 caps registers at 64 a thread, 1536 at 40, 2048 at 32")
+  X(BOOL, scores_in_registers, false, (), \
+    "launches of more rows than SMs: keep the row's scores in registers after the load; false:\n" \
+    "only their coarse keys (shared memory), the boundary bin's scores and the selected values\n" \
+    "read again from L2, and more CTAs per SM (docs/decisions/2026-12-02-short-row-float4-runs.md);\n" \
+    "launches of at most a row per SM keep them (a row's latency sets the time there)") \
+  X(INT, threads_per_sm, 2048, (128, 2048), \
+    "launches of more rows than SMs: resident threads per SM a plan asks for (CTAs per SM = this /\n" \
+    "threads per CTA, at least 1): 1024 caps registers at 64 a thread, 1536 at 40, 2048 at 32")
 
 // [select.dispatch] which family the planner picks.
 #define SGTOPK_POLICY_SELECT_DISPATCH(X) \

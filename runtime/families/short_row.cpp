@@ -32,14 +32,18 @@ void plan_short_row(Plan& plan, const Problem& p, const Policy& policy, const Ta
     invalid_argument("the short_row family launches one CTA per row, at most 2^31 - 1; " + std::to_string(p.rows) +
                      " rows are too many for it");
   plan.block = static_cast<unsigned>(shape.threads);
-  // The occupancy asked for caps the registers: 64 a thread at 1024
-  // threads an SM (the scores and little else live there).
-  plan.min_blocks_per_sm = static_cast<unsigned>(std::max(1, policy.short_row.threads_per_sm / shape.threads));
+  // At most a row per SM: the scores stay in registers, one CTA an SM (a
+  // row's latency sets the time). Else the policy's occupancy, which caps
+  // the registers (32 a thread at 2048 threads an SM).
+  const bool few_rows = p.rows <= target.sm_count;
+  const bool scores_in_registers = few_rows || policy.short_row.scores_in_registers;
+  plan.min_blocks_per_sm =
+      few_rows ? 1u : static_cast<unsigned>(std::max(1, policy.short_row.threads_per_sm / shape.threads));
   plan.grid = static_cast<unsigned>(std::max<int64_t>(1, p.rows));
   plan.dynamic_smem_bytes = sgtopk::short_row_shared_bytes(shape.threads, shape.items, p.sorted, sort_slots(p));
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   plan.config = select_body_config(p, policy, SelectBody{shape.threads, 1, 0, shape.items});
-  plan.config.flag("kScoresInRegisters", policy.short_row.scores_in_registers);
+  plan.config.flag("kScoresInRegisters", scores_in_registers);
   plan.workspace_bytes = 0;
 }
 

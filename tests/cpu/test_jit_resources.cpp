@@ -133,9 +133,9 @@ std::vector<SpillCase> spill_cases() {
       {"short_row_K2048_rows16_w16384", 2048, 16, 16384, "short_row", false},
       {"planner_K2048_rows16384_w16384_short_row", 2048, 16384, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
-      // The short-row scores read again, four CTAs of 512 an SM: 32 registers.
-      {"short_row_reread_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
-       "[select.short_row]\nscores_in_registers = false\nthreads_per_sm = 2048\n"},
+      // The short-row scores kept in registers, two CTAs of 512 an SM: 64 registers.
+      {"short_row_registers_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
+       "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n"},
       {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true},
   };
 }

@@ -765,14 +765,15 @@ std::vector<Case> short_row_cases() {
   add("k8192_sorted", 8192, 40, 16384, SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS, "");
   add("many_half_rows", 2048, 20000, 4096, 0, "").families = {RowFamily::kUniform, RowFamily::kIndexerLike,
                                                           RowFamily::kBoundaryTies, RowFamily::kReluPlateau};
-  // The scores not kept in registers (the boundary bin's and the selected
-  // ones read again), at the occupancies that variant is for.
-  const std::string reread = "[select.short_row]\nscores_in_registers = false\nthreads_per_sm = ";
-  add("reread_width16384", 2048, 300, 16384, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_SORTED, reread + "2048\n");
-  add("reread_boundary_ties", 1000, 200, 5000, SGTOPK_VALUES | SGTOPK_STARTS, reread + "1536\n").families = {
+  // The scores kept in registers (the default keeps them only for launches
+  // of at most a row per SM), at the occupancy that variant is for.
+  const std::string registers = "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n";
+  add("registers_width16384", 2048, 300, 16384, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_SORTED, registers);
+  add("registers_boundary_ties", 1000, 200, 5000, SGTOPK_VALUES | SGTOPK_STARTS, registers).families = {
       RowFamily::kAllEqual, RowFamily::kBoundaryTies, RowFamily::kTwoValues, RowFamily::kSharedHigh21Bits,
       RowFamily::kReluPlateau};
-  add("reread_k7", 7, 100, 3000, SGTOPK_VALUES | SGTOPK_SORTED, reread + "2048\n");
+  add("registers_k7", 7, 200, 3000, SGTOPK_VALUES | SGTOPK_SORTED, registers);
+  add("occupancy_1536", 1000, 200, 5000, SGTOPK_VALUES | SGTOPK_STARTS, "[select.short_row]\nthreads_per_sm = 1536\n");
   return out;
 }
 
