@@ -180,7 +180,7 @@ constexpr int kFilterDigitBits = 11;
 struct FilterRowShared {
   u64 mass[1 << kFilterDigitBits];
   u32 count[1 << kFilterDigitBits];
-  u32 scratch[64];
+  u64 scratch[36];  // a block scan's 33 words and a digit search's answer
   u64 total;
   u32 max_key;
 };

@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
 
   static_assert(sizeof(Agent::Shared) <= sizeof(emu_shared));
   g_block = new std::barrier<>(THREADS);
+  blockDim.x = THREADS;
   g_warps = new EmuWarp[THREADS / 32];
   gridDim.x = 1;
   blockIdx.x = 0;

@@ -257,6 +257,7 @@ int main(int argc, char** argv) {
   static_assert(Agent::kSharedBytes <= sizeof(emu_shared));
   std::memset(emu_shared, 0xcd, sizeof(emu_shared));
   g_block = new std::barrier<>(THREADS);
+  blockDim.x = THREADS;
   g_warps = new EmuWarp[THREADS / 32];
   // split: SEGMENTS CTAs a row; short_row: one CTA a row; else one CTA loops over the rows.
   std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : SHORT_ROW ? rows : 1);

@@ -16,6 +16,7 @@ struct EmuDim { unsigned x; };
 inline thread_local EmuDim threadIdx;
 inline EmuDim blockIdx{0};
 inline EmuDim gridDim{1};
+inline EmuDim blockDim{1};  // set by the harness with its barrier
 #define __device__
 #define __forceinline__ inline
 alignas(16) inline unsigned char emu_shared[1 << 20];
@@ -23,6 +24,23 @@ struct EmuWarp { std::barrier<> bar{32}; unsigned long long buf[32]; };
 inline EmuWarp* g_warps = nullptr;
 inline std::barrier<>* g_block = nullptr;
 inline void __syncthreads() { g_block->arrive_and_wait(); }
+// A barrier that counts the threads whose predicate is true: two barriers
+// around a shared counter, reset by the first thread out of the second.
+inline std::atomic<int> emu_block_count{0};
+inline std::atomic<int> emu_block_leaving{0};
+inline int __syncthreads_count(int predicate) {
+  if (predicate) emu_block_count.fetch_add(1);
+  g_block->arrive_and_wait();
+  const int count = emu_block_count.load();
+  const int block = static_cast<int>(blockDim.x);
+  g_block->arrive_and_wait();
+  if (emu_block_leaving.fetch_add(1) + 1 == block) {  // the last to read: reset for the next call
+    emu_block_leaving.store(0);
+    emu_block_count.store(0);
+  }
+  g_block->arrive_and_wait();
+  return count;
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline long long clock64() { return 0; }
 template <typename T> inline T __ldg(const T* p) { return *p; }

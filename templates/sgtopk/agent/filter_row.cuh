@@ -65,23 +65,32 @@ struct FilterRowAgent {
     return static_cast<u64>(static_cast<double>(m) * static_cast<double>(kMassOne) + 0.5);
   }
 
-  // Thread 0 scans digits from the top for the first where the running sum
-  // reaches `target`; the others wait at the barrier after.
+  // The digit, from the top, where the running sum of `bins` reaches
+  // `target` (>= 1), and the sum above it; digit 0 when the bins hold less.
+  // Thread t owns kPer consecutive digits from the top: a block prefix sum
+  // in thread order is the sum above its digits, and the one thread whose
+  // run holds the target reads it again. Every thread gets the answer.
   template <typename T>
-  static SGTOPK_DEVICE Found scan_digits(const T* bins, u64 target, u32* out) {
-    if (threadIdx.x == 0) {
-      u64 above = 0;
-      u32 d = kDigits - 1;
+  static SGTOPK_DEVICE Found scan_digits(const T* bins, u64 target, u64* scratch) {
+    constexpr int kPer = kDigits / kThreads;
+    static_assert(kDigits % kThreads == 0, "the digits split evenly over the threads");
+    const int first = kDigits - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest digit owned
+    u64 owned = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) owned += bins[first + j];
+    u64 total;
+    u64 above = block_exclusive_sum<kThreads, u64>(owned, scratch, &total);
+    if (above < target && (target <= above + owned || first == 0)) {  // one thread
+      u32 d = static_cast<u32>(first + kPer - 1);
       for (;; --d) {
-        if (above + bins[d] >= target || d == 0) break;
+        if (above + bins[d] >= target || d == static_cast<u32>(first)) break;
         above += bins[d];
       }
-      out[0] = d;
-      out[1] = static_cast<u32>(above);
-      out[2] = static_cast<u32>(above >> 32);
+      scratch[33] = d;
+      scratch[34] = above;
     }
     __syncthreads();
-    return Found{out[0], static_cast<u64>(out[1]) | (static_cast<u64>(out[2]) << 32)};
+    return Found{static_cast<u32>(scratch[33]), scratch[34]};
   }
 
   // The boundary key of the `target`-th unit from the top, counting keys
@@ -116,8 +125,7 @@ struct FilterRowAgent {
         else atomicAdd(&s.count[d], tk);
       }
       __syncthreads();
-      const Found f = mass ? scan_digits(s.mass, target - above, s.scratch)
-                           : scan_digits(s.count, target - above, s.scratch);
+      const Found f = mass ? scan_digits(s.mass, target - above, s.scratch) : scan_digits(s.count, target - above, s.scratch);
       above += f.above;
       prefix |= f.digit << shift;
       __syncthreads();  // scratch and bins are rewritten next round
@@ -127,22 +135,28 @@ struct FilterRowAgent {
   }
 
   // Writes the row: kept where key > b, or key == b among the first t by
-  // index; else mask_value.
+  // index; else mask_value. Ranks of b's copies are counted only in a chunk
+  // where the t-th copy falls (elsewhere they are all kept or all not).
   static SGTOPK_DEVICE void write_mask(Shared& s, const Row& row, float* out, u32 b, u32 t, float mask_value) {
     u32 seen = 0;  // copies of b before this chunk
     for (int base = 0; base < row.len; base += kThreads) {
       const int i = base + static_cast<int>(threadIdx.x);
       const u32 key = i < row.len ? row.key(i) : 0u;
       const bool copy = i < row.len && key == b;
-      u32 total;
-      const u32 rank = seen + block_exclusive_sum<kThreads>(copy ? 1u : 0u, s.scratch, &total);
+      // A barrier too: the previous chunk's scan has been read.
+      const u32 copies = static_cast<u32>(__syncthreads_count(copy));
+      bool copy_kept = seen + copies <= t;
+      if (copies != 0u && seen < t && seen + copies > t) {  // block-uniform
+        u32 total;
+        const u32 rank = seen + block_exclusive_sum<kThreads>(copy ? 1u : 0u, reinterpret_cast<u32*>(s.scratch), &total);
+        copy_kept = rank < t;
+      }
       if (i < row.len) {
-        const bool kept = key > b || (copy && rank < t);
+        const bool kept = key > b || (copy && copy_kept);
         const float x = row.logits[i];
         out[i] = kept ? x : mask_value;
       }
-      seen += total;
-      __syncthreads();
+      seen += copies;
     }
   }
 

@@ -4,34 +4,35 @@
 
 namespace sgtopk {
 
-// Exclusive prefix sum over the block in thread order, in scratch[0, kScanWords).
-// Ends without a barrier: the caller's next barrier, which every thread
-// reaches after its reads here, makes that scratch reusable.
-template <int kThreads>
-SGTOPK_DEVICE u32 block_exclusive_sum(u32 value, u32* scratch, u32* block_total) {
+// Exclusive prefix sum over the block in thread order, in scratch[0, 33)
+// (words of T: u32, or u64 for sums of mass). Ends without a barrier: the
+// caller's next barrier, which every thread reaches after its reads here,
+// makes that scratch reusable.
+template <int kThreads, typename T = u32>
+SGTOPK_DEVICE T block_exclusive_sum(T value, T* scratch, T* block_total) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  u32 inclusive = value;
+  T inclusive = value;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    T up = __shfl_up_sync(0xffffffffu, inclusive, d);
     if (lane >= d) inclusive += up;
   }
   if (lane == 31) scratch[warp] = inclusive;
   __syncthreads();
   if (warp == 0) {
-    u32 w = lane < kWarps ? scratch[lane] : 0u;
-    u32 w_inclusive = w;
+    T w = lane < kWarps ? scratch[lane] : T(0);
+    T w_inclusive = w;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-      u32 up = __shfl_up_sync(0xffffffffu, w_inclusive, d);
+      T up = __shfl_up_sync(0xffffffffu, w_inclusive, d);
       if (lane >= d) w_inclusive += up;
     }
     if (lane < kWarps) scratch[lane] = w_inclusive - w;
     if (lane == 31) scratch[32] = w_inclusive;
   }
   __syncthreads();
-  u32 result = scratch[warp] + inclusive - value;
+  T result = scratch[warp] + inclusive - value;
   *block_total = scratch[32];
   return result;
 }
