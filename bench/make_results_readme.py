@@ -88,8 +88,27 @@ def summary_line(doc):
     return " ".join(parts)
 
 
+def render_filter_table(doc, heading_level=2):
+    """A filter record (bench_filter.py) as Markdown."""
+    h = "#" * heading_level
+    bw = doc.get("read_bandwidth_GBps")
+    out = ["%s filter" % h, "", "%s, commit %s, %s, read bandwidth %s GB/s; mask mode, out of place" % (
+        doc.get("date", "?"), doc.get("commit", "?"), doc.get("device", "?"),
+        ("%.0f" % bw) if isinstance(bw, (int, float)) else "?"), "",
+        "| batch | vocab | k | p | dtype | time ms | floor ms | ratio | torch sort ms | exact |",
+        "|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    for r in doc.get("runs", []):
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("batch"), r.get("vocab"), r.get("k"), r.get("p"), r.get("dtype"), _fmt(r.get("ms"), 4),
+            _fmt(r.get("floor_ms"), 4), _fmt(r.get("ratio"), 2), _fmt(r.get("torch_sort_ms"), 4),
+            "yes" if r.get("exact") else "**NO** (%s rows)" % r.get("bad_rows")))
+    return "\n".join(out) + "\n"
+
+
 def render_table(doc, heading_level=2):
     """One result document as Markdown: a header line, the table, the means."""
+    if doc.get("workload") == "filter":
+        return render_filter_table(doc, heading_level)
     h = "#" * heading_level
     title = doc.get("workload", "?") + (" [%s]" % doc["tag"] if doc.get("tag") else "")
     out = []

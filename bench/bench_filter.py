@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""sgtopk filter benchmark: the filter grid of BENCH.md (batch x vocab, k, p, fp32, mask mode).
+
+    python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
+        [--rounds 7] [--no-torch]
+
+Per shape: compile a filter plan (mask output, out of place: every entry of
+`out` written), run once and check each row's kept set against the
+sort-based reference on the GPU (torch: stable sort descending, top-k, softmax
+over the survivors in float64, the shortest prefix with mass >= p; rows whose
+mass at the boundary is within 1e-6 relative of p may keep either neighbour),
+then time graph replays of the library's graph (buffers rotated so L2 does not
+hold them) and the sort-based torch chain on the same tensors. Floor = (read +
+write of every logit) / read bandwidth, measured in the same run.
+Writes DIR/filter-<date>-<commit>.json and .md; prints the table last.
+Exit status: 0 all exact, 1 otherwise, 2 setup failure.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+import bench_select as bs  # noqa: E402  (timing, bandwidth, commit and device helpers)
+from sgtopk import _capi as sg  # noqa: E402
+
+DEFAULT_SHAPES = "1x128256,1x262208,64x128256,256x128256,1024x128256"
+
+
+def reference_keep(x, k, p):
+    """Kept mask of the stable-sort reference (CONTRACT section 2) and the rows where the mass is ambiguous."""
+    torch = bs.torch
+    rows, vocab = x.shape  # finite logits (the benchmark's rows)
+    order = torch.sort(x, dim=1, descending=True, stable=True).indices
+    vals = torch.gather(x, 1, order).double()
+    rank = torch.arange(vocab, device=x.device).expand(rows, vocab)
+    alive = rank < (k if 0 < k < vocab else vocab)
+    if p < 1.0:
+        m = torch.where(alive, vals, torch.full_like(vals, float("-inf")))
+        prob = torch.softmax(m, dim=1)
+        cum = torch.cumsum(prob, dim=1)
+        before = cum - prob
+        keep_sorted = alive & (before < p)
+        keep_sorted[:, 0] = True
+        near = ((cum - p).abs() <= 1e-6 * p) & keep_sorted
+        ambiguous = near.any(dim=1)
+    else:
+        keep_sorted = alive
+        ambiguous = torch.zeros(rows, dtype=torch.bool, device=x.device)
+    keep = torch.zeros_like(keep_sorted)
+    keep.scatter_(1, order, keep_sorted)
+    return keep, ambiguous
+
+
+def torch_chain(x, out, k, p):
+    """The sort-based top-k / top-p mask engines fall back to (vLLM's apply_top_k_top_p shape)."""
+    torch = bs.torch
+    s, idx = torch.sort(x, dim=1, descending=False)
+    if 0 < k < x.shape[1]:
+        thresh = s.gather(1, (x.shape[1] - k) * torch.ones(x.shape[0], 1, dtype=torch.long, device=x.device))
+        s = s.masked_fill(s < thresh, float("-inf"))
+    probs = s.softmax(dim=1)
+    cum = probs.cumsum(dim=1)
+    s = s.masked_fill(cum <= 1 - p, float("-inf"))
+    out.scatter_(1, idx, s)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES)
+    ap.add_argument("--k", type=int, default=50)
+    ap.add_argument("--p", type=float, default=0.9)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
+    args = ap.parse_args()
+    torch = bs.torch
+    if torch is None or not torch.cuda.is_available():
+        print("bench_filter: no CUDA device", file=sys.stderr)
+        return 2
+    lib = sg.Library(args.build)
+    stream = torch.cuda.Stream()
+    bw, _ = bs.measure_read_bandwidth(stream, args.rounds)
+    commit, _ = bs.git_commit()
+    results, all_exact = [], True
+    for spec in args.shapes.split(","):
+        rows, vocab = (int(v) for v in spec.split("x"))
+        plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0)
+        nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 8) + 1))
+        gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
+        xs = [torch.randn(rows, vocab, device="cuda", generator=gen) * 3.0 for _ in range(nbuf)]
+        outs = [torch.full_like(x, float("nan")) for x in xs]
+        torch.cuda.synchronize()
+        args_list = [sg.filter_args(logits=x, out=o, top_k_value=args.k, top_p_value=args.p) for x, o in zip(xs, outs)]
+        plan.filter(args_list[0], stream=stream.cuda_stream)
+        stream.synchronize()
+        keep, ambiguous = reference_keep(xs[0], args.k, args.p)
+        got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
+        bad = ((got != keep).any(dim=1) & ~ambiguous)
+        exact = not bool(bad.any())
+        all_exact &= exact
+        graphs = [plan.graph(a) for a in args_list]
+        ms, _, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in graphs], stream, args.rounds)
+        torch_ms = None
+        if not args.no_torch:
+            ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, args.k, args.p) for x, o in zip(xs, outs)],
+                                       stream, max(3, args.rounds // 2), max_reps=20)
+            torch_ms = ms_t
+        floor_ms = rows * vocab * 8 / (bw * 1e9) * 1e3
+        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": "f32", "mode": "mask",
+             "family": "filter_row", "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
+             "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
+             "ambiguous_rows": int(ambiguous.sum())}
+        results.append(r)
+        print(f"filter {rows}x{vocab}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
+              f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
+        del graphs, xs, outs
+        plan.close()
+        torch.cuda.empty_cache()
+    date = datetime.date.today().isoformat()
+    doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
+           "read_bandwidth_GBps": bw, "runs": results}
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"filter-{date}-{commit}")
+    with open(base + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
+             f"k = {args.k}, p = {args.p}, fp32, mask mode (out of place)\n",
+             "| batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---:|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
+        lines.append(f"| {r['batch']} | {r['vocab']} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
+                     f"{'yes' if r['exact'] else 'NO (%d rows)' % r['bad_rows']} |")
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if all_exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
