@@ -147,9 +147,46 @@ struct ShortRowAgent {
     bits = 32 - __clz(end - low_key - 1u);
   }
 
-  // The radix rounds. Both histograms are clear on entry and on return: a
-  // round clears its own once the rank search has read it, and the next
-  // round's barriers separate that from the round after.
+  // A boundary bin of at most kGatherMax scores (a hundred or two at K =
+  // 2048 of 16K indexer or uniform rows) is ranked directly, instead of two
+  // or three more passes over every key with a 2048-bin rank search each:
+  // its members are gathered as (ordered key, ~index), so one u64 compare
+  // orders them by score and then by lower index, each member counts those
+  // before it, and the `take` first get coarse key + 1 = 0xffff (above every
+  // bin), the others 0 (below). The coarse keys' u16 slot of element i is i.
+  static constexpr u32 kGatherMax = static_cast<u32>(kThreads) / 2u;
+  static_assert(kGatherMax * 2u <= static_cast<u32>(kCoarseBins), "the members fit the second histogram");
+  static SGTOPK_DEVICE void rank_bin_members(ShortRowState& state, const Row& row, u32 bin, u32 take, u32 count) {
+    u32* next_slot = &state.histogram[0][0];  // cleared after round 0; the second histogram is still clear
+    u64* members = reinterpret_cast<u64*>(&state.histogram[1][0]);
+    __syncthreads();  // every thread's clear of the first histogram is done
+#pragma unroll kRunUnroll
+    for (int c = 0; c < kRuns; ++c) {
+      const u64 run = Row::coarse_run(c);
+#pragma unroll
+      for (int s = 0; s < kRun; ++s) {
+        if (Row::key_in_run(run, s) == bin + 1u) {
+          const u32 slot = atomicAdd(next_slot, 1u);
+          members[slot] = static_cast<u64>(ordered_key(row.score(c * kRun + s))) << 32 | ~Row::index(c * kRun + s);
+        }
+      }
+    }
+    __syncthreads();
+    unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
+    for (u32 i = threadIdx.x; i < count; i += kThreads) {
+      const u64 mine = members[i];
+      u32 before = 0u;
+      for (u32 j = 0; j < count; ++j) before += members[j] > mine ? 1u : 0u;
+      keys[~static_cast<u32>(mine)] = before < take ? 0xffffu : 0u;
+    }
+    __syncthreads();
+  }
+
+  // The radix rounds. Both histograms are clear on entry and, past a
+  // gathered bin, on return: a round clears its own once the rank search has
+  // read it, and the next round's barriers separate that from the round
+  // after (a CTA selects one row, so the gathered bin's leftovers are never
+  // read).
   static SGTOPK_DEVICE Boundary find_boundary(ShortRowState& state, const Row& row) {
     // Round 0: coarse keys.
 #pragma unroll kRunUnroll
@@ -167,6 +204,11 @@ struct ShortRowAgent {
     Boundary b{coarse.bin, false, 0u, 0, 0u, static_cast<u32>(kK) - coarse.above};
     if (b.take == coarse.count) {
       b.take = kWhole;
+      return b;
+    }
+    if (coarse.count <= kGatherMax) {  // block-uniform
+      rank_bin_members(state, row, b.bin, b.take, coarse.count);
+      b.take = kWhole;  // the bin's members now sit above it or below it
       return b;
     }
     b.refined = true;
