@@ -5,8 +5,11 @@
     indices = sgtopk.select(scores, 2048)                      # int32 [64, 2048]
     indices, values = sgtopk.select(scores, 2048, values=True, sorted=True)
     torch.ops.sgtopk.select(scores, 2048, None, None, False)   # the custom op (torch.compile, graphs)
+    logits = torch.randn(8, 128256, device="cuda")
+    sgtopk.filter_(logits, k=50, p=0.9)                         # in place: excluded logits -> -inf
+    masked = torch.ops.sgtopk.filter(logits, None, None, None, 50, 0.9)  # a new tensor
 
-select() runs on the current CUDA stream of the scores' device. Plans are
+select() and filter_() run on the current CUDA stream of the scores' device. Plans are
 compiled once per (k, rows, width, pitch, flags, device, policy) and kept for
 the process (plan() returns them); call select() once before capturing it in a
 CUDA graph, so the capture only launches. Errors from the library raise
@@ -23,6 +26,7 @@ from ._capi import (  # noqa: F401
     OP_SELECT,
     SGTOPK_INDEX_OFFSETS,
     SGTOPK_PAGE_TABLE,
+    SGTOPK_FILTER_MASK,
     SGTOPK_ROUTE_STATS,
     SGTOPK_SORTED,
     SGTOPK_STARTS,
@@ -31,12 +35,13 @@ from ._capi import (  # noqa: F401
     Library,
     Plan,
     SgtopkError,
+    filter_args,
     find_library,
     select_args,
 )
 
-__all__ = ["SgtopkError", "LibraryNotFound", "library", "version", "plan", "select", "Plan", "Graph", "Library",
-           "select_args", "find_library"]
+__all__ = ["SgtopkError", "LibraryNotFound", "library", "version", "plan", "select", "filter_plan", "filter_", "Plan",
+           "Graph", "Library", "select_args", "filter_args", "find_library"]
 
 _lock = threading.Lock()
 _library = None
@@ -91,6 +96,33 @@ def plan(k, rows, width, *, pitch=0, out_pitch=0, values=False, sorted=False, st
                                 own_workspace=device >= 0, page_size=page_size, page_table_pitch=page_table_pitch)
             _plans[key] = found
         return found
+
+
+def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, policy_file=None):
+    """The filter plan (mask output, float32 logits) for a batch capacity and vocabulary, compiled on
+    first use and kept for the process; device=-1 compiles for `arch` only (prewarming)."""
+    key = ("filter", int(rows), int(vocab), int(pitch), int(device), arch, policy, policy_file)
+    lib = library()
+    with _lock:
+        found = _plans.get(key)
+        if found is None:
+            found = lib.compile(k=0, rows=rows, width=vocab, pitch=pitch, flags=SGTOPK_FILTER_MASK, device=device,
+                                arch=arch, policy_toml=policy, policy_file=policy_file, own_workspace=False,
+                                op=OP_FILTER)
+            _plans[key] = found
+        return found
+
+
+def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
+    """Top-k / top-p filtering of each row of a CUDA float32 [rows, vocab] matrix, exactly as a stable
+    sort would (CONTRACT section 2): excluded logits set to mask_value, kept ones untouched, in place
+    (or written to out, same shape and row stride). k: an int or an int32 [rows] tensor (k <= 0 or
+    k >= vocab: no top-k); p: a float or a float32 [rows] tensor (p >= 1: no top-p; p <= 0: the top
+    token only); temperature: a float or float32 [rows] tensor dividing the logits for the decision
+    (<= 0, NaN, inf: greedy). None: off. Returns the filtered tensor."""
+    from . import _torch
+
+    return _torch.filter_(logits, k, p, temperature, out=out, mask_value=mask_value, policy=policy)
 
 
 def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, *, policy=None, family=None,

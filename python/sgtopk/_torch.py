@@ -1,6 +1,7 @@
-"""The PyTorch side: select() on CUDA tensors, and the custom ops
-torch.ops.sgtopk.select / select_with_values (torch.library, no C++ build),
-whose fake implementations give torch.compile and meta tensors their shapes."""
+"""The PyTorch side: select() and filter_() on CUDA tensors, and the custom
+ops torch.ops.sgtopk.select / select_with_values / filter (torch.library, no
+C++ build), whose fake implementations give torch.compile and meta tensors
+their shapes."""
 
 from typing import Optional, Tuple
 
@@ -103,6 +104,55 @@ def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out
     return (indices, vals) if values else indices
 
 
+def _per_row(name, value, rows, device, dtype, scalar_type):
+    """(tensor or None, scalar): a per-row vector, or one value for every row."""
+    if value is None:
+        return None, None
+    if isinstance(value, torch.Tensor):
+        if value.device != device:
+            raise ValueError("%s must be on the logits' device %s (got %s)" % (name, device, value.device))
+        if value.dtype != dtype:
+            raise ValueError("%s must be %s (got %s)" % (name, dtype, value.dtype))
+        if value.dim() != 1 or value.shape[0] != rows or (rows > 1 and value.stride(0) != 1):
+            raise ValueError("%s must be a contiguous vector of %d (rows) elements (got shape %s)"
+                             % (name, rows, tuple(value.shape)))
+        return value, None
+    if isinstance(value, bool) or not isinstance(value, scalar_type):
+        raise TypeError("%s must be a %s, a %s tensor or None, got %s"
+                        % (name, scalar_type[0].__name__ if isinstance(scalar_type, tuple) else scalar_type.__name__,
+                           dtype, type(value).__name__))
+    return None, value
+
+
+def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
+    _check_matrix("logits", logits, torch.float32)
+    rows, vocab = logits.shape
+    device = logits.device
+    k_t, k_v = _per_row("k", k, rows, device, torch.int32, int)
+    p_t, p_v = _per_row("p", p, rows, device, torch.float32, (float, int))
+    t_t, t_v = _per_row("temperature", temperature, rows, device, torch.float32, (float, int))
+    if out is None:
+        out = logits
+    else:
+        _check_matrix("out", out, torch.float32, rows, vocab)
+        if out.device != device:
+            raise ValueError("out must be on the logits' device %s (got %s)" % (device, out.device))
+        if _pitch(out) != _pitch(logits):
+            raise ValueError("out must have the logits' row stride %d (got %d)" % (_pitch(logits), _pitch(out)))
+    if rows == 0:
+        return out
+    from . import filter_plan
+
+    plan = filter_plan(rows, vocab, pitch=_pitch(logits),
+                       device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy)
+    args = _capi.filter_args(logits=logits, out=out, top_k=k_t, top_p=p_t, temperature=t_t,
+                             top_k_value=0 if k_v is None else int(k_v), top_p_value=1.0 if p_v is None else float(p_v),
+                             temperature_value=1.0 if t_v is None else float(t_v), mask_value=float(mask_value))
+    with torch.cuda.device(device):
+        plan.filter(args, torch.cuda.current_stream(device).cuda_stream)
+    return out
+
+
 def register_ops():
     """torch.ops.sgtopk.select -> indices and torch.ops.sgtopk.select_with_values -> (indices, values)."""
     if hasattr(torch.ops, "sgtopk") and hasattr(torch.ops.sgtopk, "select"):
@@ -122,6 +172,22 @@ def register_ops():
                               starts: Optional[torch.Tensor] = None,
                               sorted: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
         return select(scores, k, lengths=lengths, starts=starts, values=True, sorted=sorted)
+
+    @torch.library.custom_op("sgtopk::filter", mutates_args=())
+    def filter_op(logits: torch.Tensor, top_k: Optional[torch.Tensor] = None, top_p: Optional[torch.Tensor] = None,
+                  temperature: Optional[torch.Tensor] = None, top_k_value: int = 0, top_p_value: float = 1.0,
+                  temperature_value: float = 1.0, mask_value: Optional[float] = None) -> torch.Tensor:
+        # mask_value None: -inf (a schema default cannot spell it).
+        out = torch.empty_like(logits)
+        return filter_(logits, top_k if top_k is not None else top_k_value,
+                       top_p if top_p is not None else top_p_value,
+                       temperature if temperature is not None else temperature_value, out=out,
+                       mask_value=float("-inf") if mask_value is None else mask_value)
+
+    @filter_op.register_fake
+    def _(logits, top_k=None, top_p=None, temperature=None, top_k_value=0, top_p_value=1.0, temperature_value=1.0,
+          mask_value=None):
+        return torch.empty_like(logits)
 
     @select_with_values_op.register_fake
     def _(scores, k, lengths=None, starts=None, sorted=False):

@@ -133,6 +133,12 @@ class Planning(unittest.TestCase):
         self.assertIn("candidate output", str(e.exception))
         plan.close()
 
+    def test_filter_plans_are_kept_per_shape(self):
+        a = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90")
+        self.assertIs(a, sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90"))
+        self.assertIsNot(a, sgtopk.filter_plan(8, 32001, device=-1, arch="sm_90"))
+        self.assertEqual(a.info["family"], "filter_row")
+
     def test_policy_errors_name_the_key(self):
         with self.assertRaises(sgtopk.SgtopkError) as e:
             sgtopk.plan(16, 10, 1000, device=-1, arch="sm_90", policy="[select.short_row]\nmax_width = -1\n")
@@ -160,6 +166,19 @@ class TorchWithoutGpu(unittest.TestCase):
         self.assertEqual((tuple(idx.shape), idx.dtype), ((8, 16), torch.int32))
         idx, val = torch.ops.sgtopk.select_with_values(scores, 16, None, None, True)
         self.assertEqual((tuple(val.shape), val.dtype), ((8, 16), torch.float32))
+
+    def test_the_filter_op_has_its_schema_and_fake(self):
+        schema = str(torch.ops.sgtopk.filter.default._schema)
+        self.assertRegex(schema, r"^sgtopk::filter\(Tensor logits, Tensor\? top_k=None, Tensor\? top_p=None, "
+                                 r"Tensor\? temperature=None, (Sym)?[Ii]nt top_k_value=0, float top_p_value=1\.")
+        masked = torch.ops.sgtopk.filter(torch.empty(4, 1000, device="meta"), None, None, None, 50, 0.9)
+        self.assertEqual((tuple(masked.shape), masked.dtype), ((4, 1000), torch.float32))
+
+    def test_bad_filter_arguments_raise_in_the_callers_terms(self):
+        with self.assertRaisesRegex(ValueError, "logits must be a CUDA tensor"):
+            sgtopk.filter_(torch.zeros(4, 100), k=5)
+        with self.assertRaisesRegex(TypeError, "logits must be a torch.Tensor"):
+            sgtopk.filter_([[1.0, 2.0]], k=1)
 
     def test_bad_arguments_raise_in_the_callers_terms(self):
         cpu = torch.zeros(4, 100)
@@ -244,6 +263,72 @@ class OnGpu(unittest.TestCase):
         compiled = torch.compile(step, fullgraph=True)
         scores = torch.randn(8, 5000, device="cuda")
         self.check_rows(compiled(scores).cpu().long(), self.reference(scores.cpu(), 16))
+
+
+@unittest.skipIf(not HAS_GPU, NO_TORCH if torch is None else NO_GPU)
+class FilterOnGpu(unittest.TestCase):
+    @staticmethod
+    def kept(logits, k, p, temperature=None):
+        """The stable-sort reference's kept mask (CONTRACT section 2), row by row, in float64 on the CPU."""
+        x = logits.double().cpu()
+        rows, vocab = x.shape
+        keep = torch.zeros(rows, vocab, dtype=torch.bool)
+        for r in range(rows):
+            kr = int(k[r]) if isinstance(k, torch.Tensor) else (k or 0)
+            pr = float(p[r]) if isinstance(p, torch.Tensor) else (1.0 if p is None else p)
+            tr = float(temperature[r]) if isinstance(temperature, torch.Tensor) else (temperature or 1.0)
+            row = (x[r].float() / tr).double() if tr != 1.0 else x[r]
+            order = torch.sort(row, descending=True, stable=True).indices
+            n = kr if 0 < kr < vocab else vocab
+            vals = row[order][:n]
+            if pr < 1.0:
+                prob = torch.softmax(vals, 0)
+                before = torch.cumsum(prob, 0) - prob
+                n = max(1, int((before < pr).sum()))
+            keep[r, order[:n]] = True
+        return keep
+
+    def check(self, masked, logits, keep):
+        got = (masked == logits).cpu()
+        self.assertTrue(bool(torch.isinf(masked.cpu()[~keep]).all()))
+        for r in range(keep.shape[0]):
+            self.assertTrue(torch.equal(got[r], keep[r]), "row %d" % r)
+
+    def test_filter_is_exact_in_place_and_out_of_place(self):
+        gen = torch.Generator(device="cpu").manual_seed(3)
+        logits = (torch.randn(6, 32000, generator=gen) * 3).cuda()
+        keep = self.kept(logits, 50, 0.9)
+        out = torch.full_like(logits, float("nan"))
+        self.assertIs(sgtopk.filter_(logits, k=50, p=0.9, out=out), out)
+        self.check(out, logits, keep)
+        work = logits.clone()
+        sgtopk.filter_(work, k=50, p=0.9)
+        self.check(work, logits, keep)
+
+    def test_per_row_k_p_and_temperature(self):
+        rows = 5
+        logits = torch.randn(rows, 5000, device="cuda") * 2
+        k = torch.tensor([0, 1, 40, 5000, 300], dtype=torch.int32, device="cuda")
+        p = torch.tensor([0.5, 1.0, 0.95, 0.2, 1.0], dtype=torch.float32, device="cuda")
+        t = torch.tensor([1.0, 0.7, 1.5, 1.0, 2.0], dtype=torch.float32, device="cuda")
+        out = torch.empty_like(logits)
+        sgtopk.filter_(logits, k=k, p=p, temperature=t, out=out)
+        self.check(out, logits, self.kept(logits, k.cpu(), p.cpu(), t.cpu()))
+        with self.assertRaisesRegex(ValueError, "k must be torch.int32"):
+            sgtopk.filter_(logits, k=k.long())
+
+    def test_the_op_in_a_graph_and_under_torch_compile(self):
+        logits = torch.randn(16, 8000, device="cuda")
+        torch.ops.sgtopk.filter(logits, None, None, None, 20, 0.8)  # plan compiled outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            masked = torch.ops.sgtopk.filter(logits, None, None, None, 20, 0.8)
+        logits.copy_(torch.randn(16, 8000, device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        self.check(masked, logits, self.kept(logits, 20, 0.8))
+        compiled = torch.compile(lambda x: torch.ops.sgtopk.filter(x * 0.5, None, None, None, 10, 1.0), fullgraph=True)
+        self.check(compiled(logits), logits * 0.5, self.kept(logits * 0.5, 10, None))
 
 
 if __name__ == "__main__":
