@@ -1,18 +1,26 @@
 // The filter_row family (one CTA a row; every decision by digit histograms
-// over the whole row, the mask written in a last pass):
+// over the row or its top-k candidates, the mask written in a last pass):
 // templates/sgtopk/agent/filter_row.cuh.
 #include "runtime/families/families.h"
 
 #include <algorithm>
 
+#include "runtime/families/select_common.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
 
 namespace {
 
-// The CTAs of `threads` an SM's 2048 threads hold at once.
-int ctas_per_sm(int threads) { return std::max(1, 2048 / threads); }
+// The CTAs of `threads` and `bytes` of shared memory an SM holds at once:
+// its 2048 threads, and its shared memory (the per-block limit and 1 KB,
+// with 1 KB reserved per CTA from sm_80 on).
+int ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
+  int ctas = 2048 / threads;
+  const unsigned limit = max_dynamic_shared_bytes(arch);
+  if (limit != 0u) ctas = std::min(ctas, static_cast<int>((limit + 1024u) / (bytes + 1024u)));
+  return std::max(1, ctas);
+}
 
 }  // namespace
 
@@ -22,12 +30,15 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // No occupancy hint: one CTA of 1024 already fills half an SM, and a cap on
   // registers would only risk spills.
   plan.min_blocks_per_sm = 1;
-  // A CTA takes every grid-th row: the CTAs an SM holds at once (threads
-  // permitting) on every SM, so rows past live_rows cost no empty CTAs.
-  plan.grid = static_cast<unsigned>(
-      std::min<int64_t>(p.rows, int64_t{target.sm_count} * ctas_per_sm(threads)));
-  // Under 25 KB: within every architecture's default 48 KB.
+  // Under 57 KB (the candidate buffer is 32 KB): past the default 48 KB, so
+  // the loader opts in (kernel_module.cpp), within every sm_80+ limit (99 KB
+  // at least).
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
+  // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
+  // shared memory permitting) on every SM, so rows past live_rows cost no
+  // empty CTAs.
+  plan.grid = static_cast<unsigned>(std::min<int64_t>(
+      p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
   plan.config = KernelConfig().integer("kThreads", threads);
   plan.workspace_bytes = 0;
 }

@@ -175,14 +175,18 @@ SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorte
 
 // ---- the filter_row family's shared memory: one digit round's mass and
 // count per digit, the block scan's scratch, the row's total mass and its
-// largest key.
+// largest key, then the top-k candidates' keys (every key of the row at or
+// above the first digit round's digit, when that many fit) and their count.
 constexpr int kFilterDigitBits = 11;
+constexpr int kFilterCandidates = 8192;  // 32 KB of keys
 struct FilterRowShared {
   u64 mass[1 << kFilterDigitBits];
   u32 count[1 << kFilterDigitBits];
   u64 scratch[36];  // a block scan's 33 words and a digit search's answer
   u64 total;
   u32 max_key;
+  u32 candidates;  // slots of candidate_key taken
+  u32 candidate_key[kFilterCandidates];
 };
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
 

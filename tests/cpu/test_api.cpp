@@ -910,6 +910,12 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
                                                detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
   EXPECT_EQ(small.block, 256u);
   EXPECT_EQ(small.constant("kThreads"), "256");
+  // Blocks of 256 with many rows: sm_90's 228 KB of shared memory holds 3
+  // CTAs with their candidate buffers, not the 8 its threads would.
+  p.rows = 100000;
+  const detail::Plan small_many = detail::make_plan(detail::validate_problem(&p),
+                                                    detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
+  EXPECT_EQ(small_many.grid, static_cast<unsigned>(sm90.sm_count * 3));
 }
 
 TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls) {

@@ -4,7 +4,10 @@
 // near-equal logits at the top-p boundary), each row with its own k, p and
 // temperature (edge values included), every masked row checked against the
 // CPU reference (reference/filter.h); the last two rows lie past live_rows
-// and must stay untouched. Built by tools/emulate/run.
+// and must stay untouched. Vocabularies above abi.h's kFilterCandidates take
+// both of the kernel's top-k paths (the candidate buffer, and the row when
+// the candidates overflow it); smaller ones only the buffer's.
+// Built by tools/emulate/run.
 // Usage: filter_harness [ROWS] [SEED]
 #include "prelude.h"
 
@@ -72,6 +75,12 @@ std::vector<float> adversary(int which, int vocab, std::mt19937_64& rng) {
       for (int i = 0; i < 7; ++i) row[static_cast<size_t>(rng() % vocab)] = logit(rng);
       break;
     case 10: row[static_cast<size_t>(rng() % vocab)] = kInf; row[static_cast<size_t>(rng() % vocab)] = kInf; break;
+    case 11: {  // the top-k candidates one under, at or one over the buffer's capacity (a tie at the top)
+      const int copies = std::min(vocab, kFilterCandidates - 1 + static_cast<int>(rng() % 3));
+      for (int i = 0; i < copies; ++i) row[static_cast<size_t>(i)] = 9.0f;
+      std::shuffle(row.begin(), row.end(), rng);
+      break;
+    }
     default: break;
   }
   return row;
@@ -94,7 +103,7 @@ int main(int argc, char** argv) {
   const float t_values[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf};
   for (int r = 0; r < rows; ++r) {
     const std::vector<float> row =
-        r % 2 == 0 ? adversary(static_cast<int>(rng() % 12), vocab, rng)
+        r % 2 == 0 ? adversary(static_cast<int>(rng() % 13), vocab, rng)
                    : sgtopk::rows::make_row(families[rng() % families.size()], vocab, 64, rng);
     std::copy(row.begin(), row.end(), logits.begin() + r * pitch);
     ks[static_cast<size_t>(r)] = k_values[rng() % 10];

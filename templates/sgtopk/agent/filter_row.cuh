@@ -1,5 +1,5 @@
 // Filter, first version (exactness before speed; docs/filter-design.md): one
-// CTA per row, every decision by histogram passes over the row's ordered
+// CTA per row, every decision by digit histograms over the row's ordered
 // keys, the mask written in one last pass. The kept set of every mode has one
 // shape: every key above a boundary key B, and the first t copies of B in
 // index order.
@@ -12,6 +12,18 @@
 //           rounds of mass for the key where the mass from the top reaches
 //           ceil(p * Z); t = the copies needed, all of one mass
 //   mask    kept: key > B, or key == B among the first t by index
+//
+// Passes over the row (each a read from global memory). With top-k, the
+// first one finds the largest key and counts the first digit round (its
+// group is the whole row); the keys at or above the digit it finds hold
+// every top-k survivor, and when they fit FilterRowShared's candidate
+// buffer a second pass gathers them and every later round, the survivors'
+// mass and top-p run over the buffer: 3 passes in all with the mask's
+// (read + write). Otherwise the later rounds read the row: 4 passes for
+// top-k alone, 8 with top-p; top-p alone: 6 (the largest key, Z, three
+// rounds, the mask). A key gives back the scaled value it came from (but
+// for -0 and NaN, whose images carry the same mass), so a round or sum over
+// the buffer counts what it would over the row, in the same integers.
 //
 // Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
 // stays below 2^64. The including source defines `Config`: kThreads. The
@@ -55,6 +67,15 @@ struct FilterRowAgent {
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
   };
 
+  // The gathered candidates, read as a Row is: the value of a key is the
+  // scaled value it came from (+0 for -0, a NaN for a NaN: the same mass).
+  struct Candidates {
+    const u32* keys;
+    int len;
+    SGTOPK_DEVICE float scaled(int i) const { return float_from_ordered_key(keys[i]); }
+    SGTOPK_DEVICE u32 key(int i) const { return keys[i]; }
+  };
+
   // Mass of a scaled value relative to the largest survivor `top` (its key
   // and value), in units of 2^-40: expf(x - top) for numbers; with top = +inf
   // each +inf shares one unit and all else is 0; -inf and NaN are 0.
@@ -94,15 +115,16 @@ struct FilterRowAgent {
   }
 
   // The boundary key of the `target`-th unit from the top, counting keys
-  // (mass == false) or their mass (relative to `top`), over the keys that
+  // (mass == false) or their mass (relative to `top`), over the keys of
+  // `row` (the row, or the candidates when they hold every key counted) that
   // survive top-k: above bk, or bk itself counted `tk` times (tk ==
-  // 0xffffffff: no top-k). Returns B and sets *above to the units strictly
-  // above it.
-  static SGTOPK_DEVICE u32 boundary(Shared& s, const Row& row, u64 target, bool mass, float top, u32 bk, u32 tk,
-                                    u64* above_out) {
-    u32 prefix = 0;
-    u64 above = 0;
-    for (int round = 0; round < 3; ++round) {
+  // 0xffffffff: no top-k). Rounds before `round` are resolved already:
+  // `prefix` holds their digits, `above` the units above the group. Returns
+  // B and sets *above_out to the units strictly above it.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 boundary(Shared& s, const Source& row, u64 target, bool mass, float top, u32 bk, u32 tk,
+                                    int round, u32 prefix, u64 above, u64* above_out) {
+    for (; round < 3; ++round) {
       const int shift = round == 0 ? 21 : round == 1 ? 10 : 0;
       const int bits = round == 2 ? 10 : 11;
       const u32 group_mask = round == 0 ? 0u : ~((1u << (shift + bits)) - 1u);  // the digits resolved so far
@@ -160,6 +182,48 @@ struct FilterRowAgent {
     }
   }
 
+  // The survivors' total mass over `row` (which holds every survivor): keys
+  // above b, and t copies of b (t == 0xffffffff: every key survives).
+  template <typename Source>
+  static SGTOPK_DEVICE u64 survivors_mass(Shared& s, const Source& row, float top, u32 b, u32 t) {
+    u64 local = 0;
+    for (int i = threadIdx.x; i < row.len; i += kThreads) {
+      const u32 key = row.key(i);
+      if (t == 0xffffffffu || key > b) local += mass_of(row.scaled(i), top);
+    }
+    if (threadIdx.x == 0) s.total = 0u;
+    __syncthreads();
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    u64 total = s.total;
+    if (t != 0xffffffffu) total += static_cast<u64>(t) * mass_of(float_from_ordered_key(b), top);
+    __syncthreads();
+    return total;
+  }
+
+  // Top-p over the survivors of top-k (b, t; t == 0xffffffff: none), the
+  // keys of `row` holding every one of them: sets b and t to the kept set's.
+  template <typename Source>
+  static SGTOPK_DEVICE void top_p_boundary(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t) {
+    const float top = float_from_ordered_key(max_key);
+    const u64 total = survivors_mass(s, row, top, b, t);
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return;
+    }
+    const double want = static_cast<double>(top_p) * static_cast<double>(total);
+    u64 target = static_cast<u64>(want);
+    if (static_cast<double>(target) < want) ++target;
+    if (target == 0u) target = 1u;
+    u64 mass_above = 0;
+    const u32 bp = boundary(s, row, target, true, top, b, t, 0, 0u, 0u, &mass_above);
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    const u64 need = (target - mass_above + each - 1u) / each;
+    t = (bp == b && t != 0xffffffffu) ? min_of(t, static_cast<u32>(need)) : static_cast<u32>(need);
+    b = bp;
+  }
+
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
@@ -177,52 +241,56 @@ struct FilterRowAgent {
         for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
         continue;
       }
-      // The largest key (the first of the order, whatever survives).
-      if (threadIdx.x == 0) s.max_key = 0u;
-      __syncthreads();
-      u32 local_max = 0u;
-      for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
-      atomicMax(&s.max_key, local_max);
-      __syncthreads();
-      const u32 max_key = s.max_key;
-      const float top = float_from_ordered_key(max_key);
-      __syncthreads();
-
       u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-      u64 above = 0;
       if (top_k_on) {
-        b = boundary(s, row, static_cast<u64>(k), false, top, 0u, 0xffffffffu, &above);
-        t = static_cast<u32>(static_cast<u64>(k) - above);
-      }
-      if (top_p_on) {
-        // The survivors' total mass: keys above b, and t copies of b.
-        u64 local = 0;
+        // One pass: the largest key, and the first digit round (all keys).
+        for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
+        if (threadIdx.x == 0) {
+          s.max_key = 0u;
+          s.candidates = 0u;
+        }
+        __syncthreads();
+        u32 local_max = 0u;
         for (int i = threadIdx.x; i < row.len; i += kThreads) {
           const u32 key = row.key(i);
-          if (t == 0xffffffffu || key > b) local += mass_of(row.scaled(i), top);
+          local_max = max_of(local_max, key);
+          atomicAdd(&s.count[key >> 21], 1u);
         }
-        if (threadIdx.x == 0) s.total = 0u;
+        atomicMax(&s.max_key, local_max);
         __syncthreads();
-        atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
-        __syncthreads();
-        u64 total = s.total;
-        if (t != 0xffffffffu) total += static_cast<u64>(t) * mass_of(float_from_ordered_key(b), top);
-        __syncthreads();
-        if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
-          b = max_key;
-          t = 1u;
+        const Found first = scan_digits(s.count, static_cast<u64>(k), s.scratch);
+        const u32 max_key = s.max_key;
+        // The keys at or above the digit: every top-k survivor, hence every
+        // key a later round, the survivors' mass or top-p counts.
+        const u64 candidates = first.above + s.count[first.digit];
+        __syncthreads();  // count is cleared by the next round
+        u64 above = 0;
+        if (candidates <= static_cast<u64>(kFilterCandidates)) {
+          for (int i = threadIdx.x; i < row.len; i += kThreads) {
+            const u32 key = row.key(i);
+            if ((key >> 21) >= first.digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
+          }
+          __syncthreads();
+          const Candidates c{s.candidate_key, static_cast<int>(candidates)};
+          b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
+          t = static_cast<u32>(static_cast<u64>(k) - above);
+          if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
         } else {
-          const double want = static_cast<double>(top_p) * static_cast<double>(total);
-          u64 target = static_cast<u64>(want);
-          if (static_cast<double>(target) < want) ++target;
-          if (target == 0u) target = 1u;
-          u64 mass_above = 0;
-          const u32 bp = boundary(s, row, target, true, top, b, t, &mass_above);
-          const u64 each = mass_of(float_from_ordered_key(bp), top);
-          const u64 need = (target - mass_above + each - 1u) / each;
-          t = (bp == b && t != 0xffffffffu) ? min_of(t, static_cast<u32>(need)) : static_cast<u32>(need);
-          b = bp;
+          b = boundary(s, row, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
+          t = static_cast<u32>(static_cast<u64>(k) - above);
+          if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
         }
+      } else {  // top-p alone
+        // The largest key (the first of the order).
+        if (threadIdx.x == 0) s.max_key = 0u;
+        __syncthreads();
+        u32 local_max = 0u;
+        for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
+        atomicMax(&s.max_key, local_max);
+        __syncthreads();
+        const u32 max_key = s.max_key;
+        __syncthreads();
+        top_p_boundary(s, row, top_p, max_key, b, t);
       }
       write_mask(s, row, out, b, t, p.mask_value);
       __syncthreads();
