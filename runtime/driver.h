@@ -45,6 +45,7 @@ struct DriverApi {
   X(cuStreamCreate, cuStreamCreate)                        \
   X(cuStreamDestroy, cuStreamDestroy_v2)                   \
   X(cuStreamSynchronize, cuStreamSynchronize)              \
+  X(cuStreamGetCtx, cuStreamGetCtx)                        \
   X(cuStreamBeginCapture, cuStreamBeginCapture_v2)         \
   X(cuStreamEndCapture, cuStreamEndCapture)                \
   X(cuEventCreate, cuEventCreate)                          \

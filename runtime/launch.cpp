@@ -143,6 +143,26 @@ void set_geometry(const Plan& plan, Launch& launch) {
   launch.sharedMemBytes = plan.dynamic_smem_bytes;
 }
 
+// A stream of another context (another device's, or one the plan was not
+// loaded in) would launch where the module does not exist: refused in the
+// caller's terms before anything is enqueued. The default stream handles
+// resolve to the context made current for the launch.
+void check_stream_context(CUstream stream, CUcontext context) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) return;
+  CUcontext owner = nullptr;
+  const CUresult r = driver().cuStreamGetCtx(stream, &owner);
+  if (r != CUDA_SUCCESS) {
+    const char* why = nullptr;
+    driver().cuGetErrorString(r, &why);
+    invalid_argument(std::string("the stream is not a usable CUDA stream (cuStreamGetCtx: ") + (why ? why : "unknown error") +
+                     ")");
+  }
+  if (owner != context)
+    invalid_argument("the stream belongs to another CUDA context than the plan's (the primary context of the device it "
+                     "was compiled for): launch it on a stream of that device's primary context, or compile a plan for "
+                     "the stream's device");
+}
+
 }  // namespace
 
 template <typename Params>
@@ -152,6 +172,7 @@ void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& p
   config.hStream = stream;
   Params copy = params;
   void* kernel_args[] = {&copy};
+  check_stream_context(stream, kernel.context);
   ScopedContext scope(kernel.context);
   check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
 }
@@ -207,6 +228,7 @@ void LaunchGraph<Params>::update(const Params& params) {
 
 template <typename Params>
 void LaunchGraph<Params>::launch(CUstream stream) {
+  check_stream_context(stream, kernel_.context);
   ScopedContext scope(kernel_.context);
   check_cuda(driver().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
 }

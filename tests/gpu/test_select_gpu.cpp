@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sgtopk/sgtopk.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstring>
 #include <ostream>
@@ -1122,6 +1124,63 @@ TEST(SelectGpuErrors, BadArgumentsChangeNothing) {
   synchronize();
   const std::vector<uint32_t> untouched = d.indices.download_as<uint32_t>(static_cast<size_t>(c.rows * c.k));
   EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint32_t v) { return v == kPoison; }));
+  sgtopk_plan_destroy(plan);
+}
+
+// A stream of another CUDA context (another device's; here a second context
+// on the same device, which one GPU can show) is refused, nothing written,
+// for the launch and the graph alike.
+TEST(SelectGpuErrors, AStreamOfAnotherContextIsRefused) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  Case c;
+  c.name = "foreign_stream";
+  c.k = 16;
+  c.rows = 4;
+  c.width = 100;
+  sgtopk_plan plan = compile_for_device(c);
+  ASSERT_NE(plan, nullptr);
+  SGTOPK_SEEDED_RNG(rng, "foreign_stream");
+  const Inputs in = make_inputs(c, c.width, rng);
+  DeviceSet d(c, in, c.k);
+  // cuCtxCreate_v2 is the driver's own symbol (cuda.h maps cuCtxCreate to
+  // the newer _v4); the test looks both up itself, the library needs neither.
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(cuda, nullptr);
+  using CtxCreate = CUresult (*)(CUcontext*, unsigned, CUdevice);
+  using CtxDestroy = CUresult (*)(CUcontext);
+  const auto ctx_create = reinterpret_cast<CtxCreate>(dlsym(cuda, "cuCtxCreate_v2"));
+  const auto ctx_destroy = reinterpret_cast<CtxDestroy>(dlsym(cuda, "cuCtxDestroy_v2"));
+  ASSERT_TRUE(ctx_create && ctx_destroy);
+  const DriverApi& cu = driver();
+  CUdevice device = 0;
+  check_cuda(cu.cuDeviceGet(&device, 0), "cuDeviceGet");
+  CUcontext previous = nullptr;
+  check_cuda(cu.cuCtxGetCurrent(&previous), "cuCtxGetCurrent");
+  CUcontext other = nullptr;
+  check_cuda(ctx_create(&other, 0, device), "cuCtxCreate");  // made current
+  CUstream foreign = nullptr;
+  check_cuda(cu.cuStreamCreate(&foreign, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check_cuda(cu.cuCtxSetCurrent(previous), "cuCtxSetCurrent");
+  EXPECT_EQ(sgtopk_select(plan, &d.args, reinterpret_cast<sgtopk_stream>(foreign)), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("another CUDA context"), std::string::npos) << sgtopk_last_error();
+  sgtopk_graph graph = nullptr;
+  ASSERT_EQ(sgtopk_graph_create(plan, &d.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+  EXPECT_EQ(sgtopk_graph_launch(graph, reinterpret_cast<sgtopk_stream>(foreign)), SGTOPK_ERROR_INVALID_ARGUMENT);
+  synchronize();
+  const std::vector<uint32_t> untouched = d.indices.download_as<uint32_t>(static_cast<size_t>(c.rows * c.k));
+  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint32_t v) { return v == kPoison; }));
+  // The plan's own context still launches it.
+  EXPECT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  sgtopk_graph_destroy(graph);
+  check_cuda(cu.cuCtxPushCurrent(other), "cuCtxPushCurrent");
+  cu.cuStreamDestroy(foreign);
+  CUcontext popped = nullptr;
+  cu.cuCtxPopCurrent(&popped);
+  ctx_destroy(other);
+  check_cuda(cu.cuCtxSetCurrent(previous), "cuCtxSetCurrent");
+  dlclose(cuda);
   sgtopk_plan_destroy(plan);
 }
 
