@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstring>
 #include <ostream>
+#include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -1182,6 +1184,124 @@ TEST(SelectGpuErrors, AStreamOfAnotherContextIsRefused) {
   check_cuda(cu.cuCtxSetCurrent(previous), "cuCtxSetCurrent");
   dlclose(cuda);
   sgtopk_plan_destroy(plan);
+}
+
+// Several GPUs from one process: one compile serves every device of the
+// architecture, each device's plan selects on its own GPU from its own
+// thread at the same time, and a plan launched on another device's stream is
+// refused. Skips with fewer than two GPUs.
+TEST(SelectGpuMultiDevice, TwoDevicesSelectAtOnceFromOneCompile) {
+  SGTOPK_REQUIRE_GPU();
+  const DriverApi& cu = driver();
+  int count = 0;
+  check_cuda(cu.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count < 2) GTEST_SKIP() << "needs two GPUs; this machine has " << count;
+  Case c;
+  c.name = "two_devices";
+  c.k = 2048;
+  c.rows = 64;
+  // A width no earlier run compiled, so that the first compile is this test's.
+  c.width = 200000 + static_cast<int64_t>(std::random_device{}() % 50000);
+  sgtopk_plan plans[2] = {nullptr, nullptr};
+  sgtopk_plan_info info[2];
+  for (int d = 0; d < 2; ++d) {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.k = c.k;
+    p.rows = c.rows;
+    p.width = c.width;
+    sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+    o.device = d;
+    o.own_workspace = 1;
+    ASSERT_EQ(sgtopk_compile(&p, &o, &plans[d]), SGTOPK_OK) << sgtopk_last_error();
+    info[d] = sgtopk_plan_info{};
+    info[d].struct_size = sizeof(sgtopk_plan_info);
+    ASSERT_EQ(sgtopk_plan_describe(plans[d], &info[d]), SGTOPK_OK);
+  }
+  EXPECT_EQ(info[0].from_cache, 0) << "the first device compiles";
+  EXPECT_NE(info[1].from_cache, 0) << "the second device of the same architecture reuses that compile";
+  EXPECT_STREQ(info[0].cache_key, info[1].cache_key);
+
+  SGTOPK_SEEDED_RNG(rng, "two_devices");
+  const Inputs in = make_inputs(c, c.width, rng);
+  const size_t slots = static_cast<size_t>(c.rows * c.k);
+  struct PerDevice {
+    CUcontext context = nullptr;
+    CUstream stream = nullptr;
+    CUdeviceptr scores = 0, indices = 0;
+    std::string failure;
+  } dev[2];
+  for (int d = 0; d < 2; ++d) {
+    CUdevice device = 0;
+    check_cuda(cu.cuDeviceGet(&device, d), "cuDeviceGet");
+    check_cuda(cu.cuDevicePrimaryCtxRetain(&dev[d].context, device), "cuDevicePrimaryCtxRetain");
+    ScopedContext scope(dev[d].context);
+    check_cuda(cu.cuStreamCreate(&dev[d].stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check_cuda(cu.cuMemAlloc(&dev[d].scores, in.scores.size() * 4), "cuMemAlloc");
+    check_cuda(cu.cuMemcpyHtoD(dev[d].scores, in.scores.data(), in.scores.size() * 4), "cuMemcpyHtoD");
+    check_cuda(cu.cuMemAlloc(&dev[d].indices, slots * 4), "cuMemAlloc");
+  }
+  // Each thread: poison, select, check, many times, on its own device.
+  const auto work = [&](int d) {
+    PerDevice& w = dev[d];
+    ScopedContext scope(w.context);
+    std::vector<int32_t> indices(slots);
+    for (int iteration = 0; iteration < 40 && w.failure.empty(); ++iteration) {
+      cu.cuMemsetD32Async(w.indices, kPoison, slots, w.stream);
+      sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
+      a.scores = w.scores;
+      a.indices = w.indices;
+      if (sgtopk_select(plans[d], &a, reinterpret_cast<sgtopk_stream>(w.stream)) != SGTOPK_OK) {
+        w.failure = std::string("select: ") + sgtopk_last_error();
+        break;
+      }
+      if (cu.cuStreamSynchronize(w.stream) != CUDA_SUCCESS ||
+          cu.cuMemcpyDtoH(indices.data(), w.indices, slots * 4) != CUDA_SUCCESS) {
+        w.failure = "device " + std::to_string(d) + ": a CUDA call failed";
+        break;
+      }
+      SelectMatrixCheck m;
+      m.scores = in.scores.data();
+      m.rows = c.rows;
+      m.pitch = c.width;
+      m.width = c.width;
+      m.k = c.k;
+      m.indices = indices.data();
+      w.failure = check_select_matrix(m);
+    }
+  };
+  std::thread second(work, 1);
+  work(0);
+  second.join();
+  EXPECT_EQ(dev[0].failure, "");
+  EXPECT_EQ(dev[1].failure, "");
+  // Device 0's plan on device 1's stream: refused, nothing written.
+  sgtopk_select_args a = SGTOPK_SELECT_ARGS_INIT;
+  a.scores = dev[1].scores;
+  a.indices = dev[1].indices;
+  {
+    ScopedContext scope(dev[1].context);
+    cu.cuMemsetD32Async(dev[1].indices, kPoison, slots, dev[1].stream);
+    cu.cuStreamSynchronize(dev[1].stream);
+  }
+  EXPECT_EQ(sgtopk_select(plans[0], &a, reinterpret_cast<sgtopk_stream>(dev[1].stream)), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sgtopk_last_error()).find("another CUDA context"), std::string::npos) << sgtopk_last_error();
+  for (int d = 0; d < 2; ++d) {
+    ScopedContext scope(dev[d].context);
+    if (d == 1) {
+      std::vector<uint32_t> untouched(slots);
+      cu.cuMemcpyDtoH(untouched.data(), dev[1].indices, slots * 4);
+      EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint32_t v) { return v == kPoison; }));
+    }
+    cu.cuMemFree(dev[d].scores);
+    cu.cuMemFree(dev[d].indices);
+    cu.cuStreamDestroy(dev[d].stream);
+  }
+  for (int d = 0; d < 2; ++d) {
+    sgtopk_plan_destroy(plans[d]);
+    CUdevice device = 0;
+    cu.cuDeviceGet(&device, d);
+    cu.cuDevicePrimaryCtxRelease(device);
+  }
 }
 
 }  // namespace
