@@ -48,6 +48,7 @@ constexpr int kShortRowMaxItems = 32;
 struct ShortRowShape {
   int threads;
   int items;
+  bool few_rows;  // at most a row per SM
 };
 ShortRowShape short_row_shape(const Problem& problem, const SelectShortRowPolicy& policy, int sm_count);
 

@@ -18,7 +18,7 @@ ShortRowShape short_row_shape(const Problem& p, const SelectShortRowPolicy& sr, 
   while (threads < max_threads && int64_t{threads} * items_wanted < p.width) threads *= 2;
   // Whole runs of four scores a thread (one float4 each, agent/short_row.cuh).
   const int64_t items = ((std::max<int64_t>(1, (p.width + threads - 1) / threads) + 3) / 4) * 4;
-  return ShortRowShape{threads, items <= kShortRowMaxItems ? static_cast<int>(items) : 0};
+  return ShortRowShape{threads, items <= kShortRowMaxItems ? static_cast<int>(items) : 0, few_rows};
 }
 
 void plan_short_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
@@ -35,10 +35,9 @@ void plan_short_row(Plan& plan, const Problem& p, const Policy& policy, const Ta
   // At most a row per SM: the scores stay in registers, one CTA an SM (a
   // row's latency sets the time). Else the policy's occupancy, which caps
   // the registers (32 a thread at 2048 threads an SM).
-  const bool few_rows = p.rows <= target.sm_count;
-  const bool scores_in_registers = few_rows || policy.short_row.scores_in_registers;
+  const bool scores_in_registers = shape.few_rows || policy.short_row.scores_in_registers;
   plan.min_blocks_per_sm =
-      few_rows ? 1u : static_cast<unsigned>(std::max(1, policy.short_row.threads_per_sm / shape.threads));
+      shape.few_rows ? 1u : static_cast<unsigned>(std::max(1, policy.short_row.threads_per_sm / shape.threads));
   plan.grid = static_cast<unsigned>(std::max<int64_t>(1, p.rows));
   plan.dynamic_smem_bytes = sgtopk::short_row_shared_bytes(shape.threads, shape.items, p.sorted, sort_slots(p));
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
