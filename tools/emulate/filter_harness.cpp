@@ -8,7 +8,8 @@
 // both of the kernel's top-k paths (the candidate buffer, and the row when
 // the candidates overflow it); smaller ones only the buffer's.
 // Built by tools/emulate/run.
-// Usage: filter_harness [ROWS] [SEED]
+// TOPP_HEAVY makes three rows in four top-p alone.
+// Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
 #include <algorithm>
@@ -109,6 +110,14 @@ int main(int argc, char** argv) {
     ks[static_cast<size_t>(r)] = k_values[rng() % 10];
     ps[static_cast<size_t>(r)] = p_values[rng() % 10];
     ts[static_cast<size_t>(r)] = t_values[rng() % 9];
+#ifdef TOPP_HEAVY
+    // Three rows in four: top-p alone (its own path), p below 1.
+    if (rng() % 4 != 0) {
+      const float p_on[] = {0.9f, 0.5f, 0.99f, 1e-7f, 0.999999f, 0.0f, 0.7f, 0.95f};
+      ks[static_cast<size_t>(r)] = 0;
+      ps[static_cast<size_t>(r)] = p_on[rng() % 8];
+    }
+#endif
   }
   FilterParams p{};
   p.logits = logits.data();
@@ -158,6 +167,12 @@ int main(int argc, char** argv) {
       if (bad <= 10)
         std::printf("BAD row %d (k %d, p %g, T %g): %s\n", r, ks[static_cast<size_t>(r)],
                     static_cast<double>(ps[static_cast<size_t>(r)]), static_cast<double>(ts[static_cast<size_t>(r)]), e.c_str());
+    }
+  }
+  if (argc > 3) {  // the output rows, for a byte-for-byte comparison between two builds
+    if (FILE* f = std::fopen(argv[3], "wb")) {
+      std::fwrite(out.data(), sizeof(out[0]), out.size(), f);
+      std::fclose(f);
     }
   }
   std::printf("rows %d bad %d\n", rows, bad);

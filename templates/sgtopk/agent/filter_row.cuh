@@ -20,8 +20,11 @@
 // buffer a second pass gathers them and every later round, the survivors'
 // mass and top-p run over the buffer: 3 passes in all with the mask's
 // (read + write). Otherwise the later rounds read the row: 4 passes for
-// top-k alone, 8 with top-p; top-p alone: 6 (the largest key, Z, three
-// rounds, the mask). A key gives back the scaled value it came from (but
+// top-k alone, 8 with top-p. Top-p alone: the largest key; then one pass
+// histograms count and mass by first digit (Z is the mass's sum, the first
+// mass round its search); the keys at or above its digit, when they fit the
+// buffer, are gathered by a third and the later rounds run over them: 4
+// passes with the mask's, else 5 (rounds 1 and 2 over the row). A key gives back the scaled value it came from (but
 // for -0 and NaN, whose images carry the same mass), so a round or sum over
 // the buffer counts what it would over the row, in the same integers.
 //
@@ -212,16 +215,87 @@ struct FilterRowAgent {
       t = 1u;
       return;
     }
-    const double want = static_cast<double>(top_p) * static_cast<double>(total);
-    u64 target = static_cast<u64>(want);
-    if (static_cast<double>(target) < want) ++target;
-    if (target == 0u) target = 1u;
+    const u64 target = mass_target(top_p, total);
     u64 mass_above = 0;
     const u32 bp = boundary(s, row, target, true, top, b, t, 0, 0u, 0u, &mass_above);
     const u64 each = mass_of(float_from_ordered_key(bp), top);
     const u64 need = (target - mass_above + each - 1u) / each;
     t = (bp == b && t != 0xffffffffu) ? min_of(t, static_cast<u32>(need)) : static_cast<u32>(need);
     b = bp;
+  }
+
+  // The mass top-p must reach: ceil(p * Z) in double, at least one unit.
+  static SGTOPK_DEVICE u64 mass_target(float top_p, u64 total) {
+    const double want = static_cast<double>(top_p) * static_cast<double>(total);
+    u64 target = static_cast<u64>(want);
+    if (static_cast<double>(target) < want) ++target;
+    if (target == 0u) target = 1u;
+    return target;
+  }
+
+  // Top-p alone (every key survives), after the pass that found max_key: one
+  // pass histograms every key's count and mass by its first digit (Z is the
+  // mass histogram's sum), which is also the first mass round; the keys at or
+  // above the digit it finds hold every key a later round counts, and when
+  // they fit the candidate buffer one pass gathers them and the later rounds
+  // run over it. Otherwise rounds 1 and 2 read the row. The same integers as
+  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  template <typename Source>
+  static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t) {
+    const float top = float_from_ordered_key(max_key);
+    for (int i = threadIdx.x; i < kDigits; i += kThreads) {
+      s.count[i] = 0u;
+      s.mass[i] = 0u;
+    }
+    if (threadIdx.x == 0) {
+      s.total = 0u;
+      s.candidates = 0u;
+    }
+    __syncthreads();
+    u64 local = 0;
+    for (int i = threadIdx.x; i < row.len; i += kThreads) {
+      const float x = row.scaled(i);
+      const u32 d = ordered_key(x) >> 21;
+      const u64 m = mass_of(x, top);
+      local += m;
+      atomicAdd(&s.count[d], 1u);
+      if (m != 0u) atomicAdd(&s.mass[d], static_cast<unsigned long long>(m));
+    }
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    const u64 total = s.total;
+    __syncthreads();  // s.total counts the candidates next
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return;
+    }
+    const u64 target = mass_target(top_p, total);
+    if (threadIdx.x == 0) s.total = 0u;
+    const Found first = scan_digits(s.mass, target, s.scratch);  // its barriers order the reset
+    u64 at_or_above = 0;
+    for (int i = threadIdx.x; i < kDigits; i += kThreads)
+      if (static_cast<u32>(i) >= first.digit) at_or_above += s.count[i];
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(at_or_above));
+    __syncthreads();
+    const u64 candidates = s.total;
+    __syncthreads();  // count is cleared by the next round
+    u64 mass_above = 0;
+    u32 bp;
+    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      for (int i = threadIdx.x; i < row.len; i += kThreads) {
+        const u32 key = row.key(i);
+        if ((key >> 21) >= first.digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
+      }
+      __syncthreads();
+      const Candidates c{s.candidate_key, static_cast<int>(candidates)};
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+    } else {
+      bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+    }
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    b = bp;
+    t = static_cast<u32>((target - mass_above + each - 1u) / each);
   }
 
   static SGTOPK_DEVICE void run(const FilterParams& p) {
@@ -290,7 +364,7 @@ struct FilterRowAgent {
         __syncthreads();
         const u32 max_key = s.max_key;
         __syncthreads();
-        top_p_boundary(s, row, top_p, max_key, b, t);
+        top_p_alone(s, row, top_p, max_key, b, t);
       }
       write_mask(s, row, out, b, t, p.mask_value);
       __syncthreads();
