@@ -92,6 +92,9 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
   return params;
 }
 
+static_assert(SGTOPK_F32 == sgtopk::kFilterF32 && SGTOPK_BF16 == sgtopk::kFilterBf16 && SGTOPK_F16 == sgtopk::kFilterF16,
+              "the filter's kDtype is sgtopk_dtype's value");
+
 DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args) {
   if (args == nullptr) invalid_argument("args is NULL");
   if (args->struct_size < sizeof(sgtopk_filter_args))
@@ -99,22 +102,23 @@ DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args
                      std::to_string(sizeof(sgtopk_filter_args)) + ": initialize it with SGTOPK_FILTER_ARGS_INIT");
   if (args->logits == 0) invalid_argument("args.logits is 0: the logits matrix is required");
   if (args->out == 0) invalid_argument("args.out is 0: the output matrix is required (args.logits to filter in place)");
-  check_aligned("logits", args->logits, 4);        // float[rows][pitch]
-  check_aligned("out", args->out, 4);              // float[rows][pitch]
+  const Problem& p = plan.problem;
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(p.dtype));
+  check_aligned("logits", args->logits, elem);     // dtype[rows][pitch]
+  check_aligned("out", args->out, elem);           // dtype[rows][pitch]
   check_aligned("top_k", args->top_k, 4);          // int32[rows]
   check_aligned("top_p", args->top_p, 4);          // float[rows]
   check_aligned("temperature", args->temperature, 4);  // float[rows]
   check_aligned("live_rows", args->live_rows, 4);  // int32 scalar
   // The kernel reads a token and writes it in the same thread, so the very
   // same matrix is safe; any other overlap would read masked values back.
-  const Problem& p = plan.problem;
-  const uint64_t extent = static_cast<uint64_t>((p.rows - 1) * p.pitch + p.width) * 4u;
+  const uint64_t extent = static_cast<uint64_t>((p.rows - 1) * p.pitch + p.width) * elem;
   if (args->out != args->logits && args->out < args->logits + extent && args->logits < args->out + extent)
     invalid_argument("args.out overlaps args.logits without being equal: filter in place (out = logits) or into a "
                      "separate matrix");
   DeviceFilterParams params{};
-  params.logits = reinterpret_cast<const float*>(args->logits);
-  params.out = reinterpret_cast<float*>(args->out);
+  params.logits = reinterpret_cast<const void*>(args->logits);
+  params.out = reinterpret_cast<void*>(args->out);
   params.pitch = static_cast<long long>(p.pitch);
   params.rows = static_cast<int>(p.rows);    // validate_problem: below 2^31
   params.width = static_cast<int>(p.width);  // at most 2^23

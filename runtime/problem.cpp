@@ -33,12 +33,12 @@ void check_matrix_size(int64_t rows, int64_t pitch, const char* what) {
 }
 
 // The filter's problem: the caller's errors first, then what this version
-// cannot serve yet (bf16 / fp16 logits, the candidate output), so a request
+// cannot serve yet (the candidate output), so a request
 // that is both wrong and unsupported hears that it is wrong.
 Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, int64_t page_table_pitch) {
   if (dtype != SGTOPK_F32 && dtype != SGTOPK_BF16 && dtype != SGTOPK_F16)
-    invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: the filter takes SGTOPK_F32 (SGTOPK_BF16 and "
-                     "SGTOPK_F16 are planned)");
+    invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: the filter takes SGTOPK_F32, SGTOPK_BF16 or "
+                     "SGTOPK_F16");
   if (p.k < 0)
     invalid_argument("K=" + std::to_string(p.k) + " is invalid: the filter's K is the capacity of its candidate "
                      "output, 0 for the mask output");
@@ -65,10 +65,6 @@ Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, i
   if (p.flags & ~SGTOPK_FILTER_MASK)
     invalid_argument("flags 0x" + hex_text(p.flags & ~SGTOPK_FILTER_MASK) + " are not sgtopk flags (the filter "
                      "knows SGTOPK_FILTER_MASK)");
-  if (dtype != SGTOPK_F32)
-    fail(SGTOPK_ERROR_UNSUPPORTED, std::string("dtype=") + (dtype == SGTOPK_BF16 ? "SGTOPK_BF16" : "SGTOPK_F16") +
-                                       " is not yet available for the filter: its kernel reads float32 logits only "
-                                       "(SGTOPK_F32)");
   if (p.k > 0)
     fail(SGTOPK_ERROR_UNSUPPORTED, "K=" + std::to_string(p.k) + ": the filter's candidate output (K is its capacity) "
                                    "is not yet available: set K=0 for the mask output");
@@ -81,6 +77,7 @@ Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, i
   out.pitch = pitch;
   out.out_pitch = 0;
   out.filter_mask = true;  // the one output so far, asked for or not
+  out.dtype = static_cast<sgtopk_dtype>(dtype);
   return out;
 }
 
@@ -168,7 +165,8 @@ Problem validate_problem(const sgtopk_problem* p) {
 std::string to_string(const Problem& p) {
   std::ostringstream s;
   if (p.op == SGTOPK_OP_FILTER) {
-    s << "filter rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch << " dtype=f32"
+    s << "filter rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
+      << " dtype=" << (p.dtype == SGTOPK_BF16 ? "bf16" : p.dtype == SGTOPK_F16 ? "f16" : "f32")
       << (p.filter_mask ? " +mask" : "");
     return s.str();
   }

@@ -35,12 +35,15 @@ struct Problem {
   int page_size = 0;              // kPageTable only
   int64_t page_table_pitch = 0;   // kPageTable only (resolved: never 0 there)
   bool filter_mask = false;       // filter: the masked rows are written (SGTOPK_FILTER_MASK)
+  sgtopk_dtype dtype = SGTOPK_F32;  // the scores' / logits' element type (select: SGTOPK_F32)
 };
+
+// Bytes of one element of `dtype`.
+inline int64_t dtype_bytes(sgtopk_dtype dtype) { return dtype == SGTOPK_F32 ? 4 : 2; }
 
 // Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,
 // e.g. "K=0 is invalid: K must be in 1..8192"; SGTOPK_ERROR_UNSUPPORTED for a
-// valid filter request this version cannot serve (bf16 / fp16 logits, the
-// candidate output).
+// valid filter request this version cannot serve (the candidate output).
 Problem validate_problem(const sgtopk_problem* problem);
 
 std::string to_string(const Problem& problem);

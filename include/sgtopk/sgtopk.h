@@ -59,8 +59,8 @@ typedef enum sgtopk_operator {
 } sgtopk_operator;
 
 /* Element type of the scores / logits. Select takes SGTOPK_F32; the filter
- * SGTOPK_F32 now (SGTOPK_BF16 and SGTOPK_F16 are refused as unsupported until
- * its kernel reads them). */
+ * all three (bf16 and fp16 widened exactly to float, temperature applied in
+ * float; its output rows have the logits' type). */
 typedef enum sgtopk_dtype { SGTOPK_F32 = 0, SGTOPK_BF16 = 1, SGTOPK_F16 = 2 } sgtopk_dtype;
 
 /* Problem flags. */
@@ -159,9 +159,9 @@ typedef struct sgtopk_select_args {
  * only). A per-row pointer of 0 uses the scalar below it for every row. */
 typedef struct sgtopk_filter_args {
   uint32_t struct_size;
-  sgtopk_devptr logits;       /* float[rows][pitch], read */
-  sgtopk_devptr out;          /* float[rows][pitch], the masked rows; may equal logits (in place),
-                                 must not overlap it otherwise */
+  sgtopk_devptr logits;       /* dtype[rows][pitch], read; aligned to the dtype's size */
+  sgtopk_devptr out;          /* dtype[rows][pitch], the masked rows; may equal logits (in place),
+                                 must not overlap it otherwise; kept tokens' bits are copied */
   sgtopk_devptr top_k;        /* int32[rows], or 0: top_k_value */
   sgtopk_devptr top_p;        /* float[rows], or 0: top_p_value */
   sgtopk_devptr temperature;  /* float[rows], or 0: temperature_value */
@@ -169,7 +169,8 @@ typedef struct sgtopk_filter_args {
   int32_t top_k_value;        /* default 0: no top-k */
   float top_p_value;          /* default 1: no top-p */
   float temperature_value;    /* default 1: logits as they are */
-  float mask_value;           /* written where a token is not kept; default -inf */
+  float mask_value;           /* written where a token is not kept; default -inf (bf16 / fp16:
+                                 rounded to nearest even, past the range to infinity) */
 } sgtopk_filter_args;
 #define SGTOPK_FILTER_ARGS_INIT {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY}
 

@@ -32,6 +32,7 @@ struct Problem {
   Problem& rows(int64_t v) { raw.rows = v; return *this; }
   Problem& width(int64_t v) { raw.width = v; return *this; }
   Problem& pitch(int64_t v) { raw.pitch = v; return *this; }
+  Problem& dtype(sgtopk_dtype v) { raw.dtype = v; return *this; }
   Problem& out_pitch(int64_t v) { raw.out_pitch = v; return *this; }
   Problem& values(bool on = true) { return flag(SGTOPK_VALUES, on); }
   Problem& sorted(bool on = true) { return flag(SGTOPK_SORTED, on); }

@@ -22,6 +22,9 @@ import os
 import threading
 
 from ._capi import (  # noqa: F401
+    BF16,
+    F16,
+    F32,
     OP_FILTER,
     OP_SELECT,
     SGTOPK_INDEX_OFFSETS,
@@ -98,23 +101,25 @@ def plan(k, rows, width, *, pitch=0, out_pitch=0, values=False, sorted=False, st
         return found
 
 
-def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, policy_file=None):
-    """The filter plan (mask output, float32 logits) for a batch capacity and vocabulary, compiled on
-    first use and kept for the process; device=-1 compiles for `arch` only (prewarming)."""
-    key = ("filter", int(rows), int(vocab), int(pitch), int(device), arch, policy, policy_file)
+def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, policy_file=None, dtype=F32):
+    """The filter plan (mask output) for a batch capacity and vocabulary, with logits of `dtype` (F32,
+    BF16 or F16), compiled on first use and kept for the process; device=-1 compiles for `arch` only
+    (prewarming)."""
+    key = ("filter", int(rows), int(vocab), int(pitch), int(device), arch, policy, policy_file, int(dtype))
     lib = library()
     with _lock:
         found = _plans.get(key)
         if found is None:
             found = lib.compile(k=0, rows=rows, width=vocab, pitch=pitch, flags=SGTOPK_FILTER_MASK, device=device,
                                 arch=arch, policy_toml=policy, policy_file=policy_file, own_workspace=False,
-                                op=OP_FILTER)
+                                op=OP_FILTER, dtype=dtype)
             _plans[key] = found
         return found
 
 
 def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
-    """Top-k / top-p filtering of each row of a CUDA float32 [rows, vocab] matrix, exactly as a stable
+    """Top-k / top-p filtering of each row of a CUDA float32, bfloat16 or float16 [rows, vocab] matrix
+    (read natively; a finite mask_value is rounded to the logits' type), exactly as a stable
     sort would (CONTRACT section 2): excluded logits set to mask_value, kept ones untouched, in place
     (or written to out, same shape and row stride). k: an int or an int32 [rows] tensor (k <= 0 or
     k >= vocab: no top-k); p: a float or a float32 [rows] tensor (p >= 1: no top-p; p <= 0: the top

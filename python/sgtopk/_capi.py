@@ -300,11 +300,11 @@ class Library:
 
     def compile(self, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
                 own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT, page_size=0,
-                page_table_pitch=0):
+                page_table_pitch=0, dtype=F32):
         return Plan(self, k=k, rows=rows, width=width, pitch=pitch, flags=flags, device=device,
                     policy_toml=policy_toml, family=family, own_workspace=own_workspace,
                     out_pitch=out_pitch, arch=arch, policy_file=policy_file, op=op, page_size=page_size,
-                    page_table_pitch=page_table_pitch)
+                    page_table_pitch=page_table_pitch, dtype=dtype)
 
 
 class Plan:
@@ -312,14 +312,14 @@ class Plan:
 
     def __init__(self, lib, k, rows, width, pitch=0, flags=0, device=0, policy_toml=None, family=None,
                  own_workspace=True, out_pitch=0, arch=None, policy_file=None, op=OP_SELECT, page_size=0,
-                 page_table_pitch=0):
+                 page_table_pitch=0, dtype=F32):
         self.lib = lib
         self.handle = None
         self._graphs = []
         p = Problem()
         p.struct_size = ctypes.sizeof(Problem)
         p.op = int(op)
-        p.dtype = F32
+        p.dtype = int(dtype)  # F32; the filter also BF16, F16
         p.k = int(k)
         p.rows = int(rows)
         p.width = int(width)

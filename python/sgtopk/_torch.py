@@ -124,8 +124,15 @@ def _per_row(name, value, rows, device, dtype, scalar_type):
     return None, value
 
 
+_FILTER_DTYPES = {torch.float32: _capi.F32, torch.bfloat16: _capi.BF16, torch.float16: _capi.F16}
+
+
 def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
-    _check_matrix("logits", logits, torch.float32)
+    if isinstance(logits, torch.Tensor) and logits.dtype in _FILTER_DTYPES:
+        dtype = logits.dtype
+    else:
+        dtype = torch.float32  # names the accepted type in _check_matrix's message
+    _check_matrix("logits", logits, dtype)
     rows, vocab = logits.shape
     device = logits.device
     k_t, k_v = _per_row("k", k, rows, device, torch.int32, int)
@@ -134,7 +141,7 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
     if out is None:
         out = logits
     else:
-        _check_matrix("out", out, torch.float32, rows, vocab)
+        _check_matrix("out", out, dtype, rows, vocab)
         if out.device != device:
             raise ValueError("out must be on the logits' device %s (got %s)" % (device, out.device))
         if _pitch(out) != _pitch(logits):
@@ -144,7 +151,8 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
     from . import filter_plan
 
     plan = filter_plan(rows, vocab, pitch=_pitch(logits),
-                       device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy)
+                       device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy,
+                       dtype=_FILTER_DTYPES[dtype])
     args = _capi.filter_args(logits=logits, out=out, top_k=k_t, top_p=p_t, temperature=t_t,
                              top_k_value=0 if k_v is None else int(k_v), top_p_value=1.0 if p_v is None else float(p_v),
                              temperature_value=1.0 if t_v is None else float(t_v), mask_value=float(mask_value))

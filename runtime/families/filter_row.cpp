@@ -39,7 +39,8 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // empty CTAs.
   plan.grid = static_cast<unsigned>(std::min<int64_t>(
       p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
-  plan.config = KernelConfig().integer("kThreads", threads);
+  // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
+  plan.config = KernelConfig().integer("kThreads", threads).integer("kDtype", static_cast<int>(p.dtype));
   plan.workspace_bytes = 0;
 }
 

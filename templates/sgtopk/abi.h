@@ -33,9 +33,13 @@ struct SelectParams {
 
 // One filter launch's arguments (docs/filter-design.md): per-row top-k,
 // top-p and temperature from arrays, or one value each where a pointer is null.
+// The filter's logits element type (its Config's kDtype): the values of
+// sgtopk_dtype, SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16 (bf16 and fp16 as their
+// raw 16-bit patterns; static_asserted against sgtopk.h in runtime/launch.cpp).
+constexpr int kFilterF32 = 0, kFilterBf16 = 1, kFilterF16 = 2;
 struct FilterParams {
-  const float* logits;       // [rows][pitch]
-  float* out;                // [rows][pitch]: the masked rows (may be logits: in place)
+  const void* logits;        // [rows][pitch] of the Config's kDtype
+  void* out;                 // [rows][pitch], the same type: the masked rows (may be logits: in place)
   long long pitch;
   int rows, width;           // rows: the plan's capacity
   const int* top_k;          // [rows] or null: top_k_value for every row

@@ -780,11 +780,12 @@ void expect_filter_rejected(const std::function<void(sgtopk_problem&)>& mutate, 
   expect_rejected([&](sgtopk_problem& p, sgtopk_compile_options&) { mutate(p); }, status, needles, filter_problem());
 }
 
-detail::Plan filter_plan(int64_t rows = 8, int64_t width = 32000, int64_t pitch = 0) {
+detail::Plan filter_plan(int64_t rows = 8, int64_t width = 32000, int64_t pitch = 0, sgtopk_dtype dtype = SGTOPK_F32) {
   sgtopk_problem p = filter_problem();
   p.rows = rows;
   p.width = width;
   p.pitch = pitch;
+  p.dtype = dtype;
   return detail::make_plan(detail::validate_problem(&p), detail::Policy::defaults(),
                            detail::resolve_target(-1, "sm_90", "sm_90"));
 }
@@ -846,14 +847,14 @@ TEST(ApiFilterProblem, KIsTheFutureCandidateCapacity) {
                          {"K=50", "candidate output", "not yet available", "K=0"});
 }
 
-TEST(ApiFilterProblem, DtypesNameTheUnsupportedOnes) {
-  expect_filter_rejected([](sgtopk_problem& p) { p.dtype = SGTOPK_BF16; }, SGTOPK_ERROR_UNSUPPORTED,
-                         {"SGTOPK_BF16", "not yet available", "float32"});
-  expect_filter_rejected([](sgtopk_problem& p) { p.dtype = SGTOPK_F16; }, SGTOPK_ERROR_UNSUPPORTED,
-                         {"SGTOPK_F16", "not yet available"});
+TEST(ApiFilterProblem, TakesF32Bf16AndF16) {
+  for (sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16}) {
+    sgtopk_problem p = filter_problem();
+    p.dtype = dtype;
+    EXPECT_EQ(detail::validate_problem(&p).dtype, dtype);
+  }
   expect_filter_rejected([](sgtopk_problem& p) { p.dtype = enum_from_int<sgtopk_dtype>(7); },
-                         SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=7 is invalid"});
-  // The caller's error comes before what this version lacks.
+                         SGTOPK_ERROR_INVALID_ARGUMENT, {"dtype=7 is invalid", "SGTOPK_BF16"});
   expect_filter_rejected(
       [](sgtopk_problem& p) {
         p.dtype = SGTOPK_BF16;
@@ -900,6 +901,9 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
   EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(plan.constant("kThreads"), "1024");
+  EXPECT_EQ(plan.constant("kDtype"), "0");
+  EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
+  EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
   EXPECT_TRUE(contains(plan.reason, "filter.block_threads 1024")) << plan.reason;
   // Many rows: the CTAs the GPU holds at once take every grid-th row.
   const detail::Plan many = filter_plan(100000, 128256);
@@ -984,6 +988,23 @@ TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls)
   EXPECT_TRUE(contains(sgtopk_last_error(), "plan is NULL")) << sgtopk_last_error();
   EXPECT_EQ(sgtopk_filter_graph_update(nullptr, &fa), SGTOPK_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(sgtopk_filter_graph_create(plan, &fa, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+
+  // Each dtype is its own kernel: its own cache entry, named in the plan.
+  std::vector<std::string> keys{info.cache_key};
+  for (const auto& [dtype, name] : {std::pair{SGTOPK_BF16, "dtype=bf16"}, std::pair{SGTOPK_F16, "dtype=f16"}}) {
+    sgtopk_problem dp = p;
+    dp.dtype = dtype;
+    sgtopk_plan typed = nullptr;
+    ASSERT_EQ(sgtopk_compile(&dp, &o, &typed), SGTOPK_OK) << sgtopk_last_error();
+    sgtopk_plan_info typed_info = SGTOPK_PLAN_INFO_INIT;
+    ASSERT_EQ(sgtopk_plan_describe(typed, &typed_info), SGTOPK_OK);
+    for (const std::string& key : keys) EXPECT_NE(key, typed_info.cache_key) << name;
+    keys.push_back(typed_info.cache_key);
+    EXPECT_TRUE(contains(typed_info.parameters, "kDtype=" + std::to_string(static_cast<int>(dtype))))
+        << typed_info.parameters;
+    EXPECT_TRUE(contains(sgtopk_plan_text(typed), name)) << sgtopk_plan_text(typed);
+    EXPECT_EQ(sgtopk_plan_destroy(typed), SGTOPK_OK);
+  }
 
   EXPECT_EQ(sgtopk_plan_destroy(select), SGTOPK_OK);
   EXPECT_EQ(sgtopk_plan_destroy(again), SGTOPK_OK);
@@ -1079,4 +1100,25 @@ TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
   a.out = a.logits + (7 * 1024 + 1000) * 4;
   EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+}
+
+TEST(ApiFilterArgs, SixteenBitLogitsNeedTwoByteAlignmentAndOverlapInTheirBytes) {
+  for (sgtopk_dtype dtype : {SGTOPK_BF16, SGTOPK_F16}) {
+    const detail::Plan plan = filter_plan(8, 1000, 1024, dtype);
+    sgtopk_filter_args a = good_filter_args();
+    a.logits = 0x1000002;  // 2-byte aligned: enough
+    a.out = 0x2000006;
+    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+    a.logits = 0x1000001;
+    expect_filter_args_rejected(plan, a, {"args.logits is not 2-byte aligned", "0x1000001"});
+    a = good_filter_args();
+    a.out = 0x2000003;
+    expect_filter_args_rejected(plan, a, {"args.out is not 2-byte aligned"});
+    // The matrix is (8 - 1) x 1024 + 1000 elements of 2 bytes.
+    a = good_filter_args();
+    a.out = a.logits + (7 * 1024 + 1000) * 2 - 2;
+    expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
+    a.out = a.logits + (7 * 1024 + 1000) * 2;
+    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+  }
 }

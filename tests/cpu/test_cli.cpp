@@ -234,6 +234,21 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   EXPECT_TRUE(contains(r.out, "family:    filter_row")) << r.show();
   EXPECT_TRUE(contains(r.out, "filter.block_threads 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "kThreads = 1024")) << r.show();
+  EXPECT_TRUE(contains(r.out, "dtype=f32")) << r.show();
+  // --dtype: the logits' element type, in the problem and the kernel's Config.
+  const CliResult bf16 = run("plan --filter --dtype bf16 --rows 8 --width 32000 --arch sm_90");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.show();
+  EXPECT_TRUE(contains(bf16.out, "problem:   filter rows=8 width=32000 pitch=32000 dtype=bf16")) << bf16.show();
+  EXPECT_TRUE(contains(bf16.out, "kDtype = 1")) << bf16.show();
+  const CliResult f16 = run("plan --filter --dtype f16 --rows 8 --width 32000 --arch sm_90");
+  ASSERT_EQ(f16.exit_code, 0) << f16.show();
+  EXPECT_TRUE(contains(f16.out, "dtype=f16")) << f16.show();
+  const CliResult bad = run("plan --filter --dtype f64 --rows 8 --width 32000 --arch sm_90");
+  EXPECT_NE(bad.exit_code, 0) << bad.show();
+  // Select takes f32 only: the library says so.
+  const CliResult select = run("plan --dtype bf16 --arch sm_90");
+  EXPECT_NE(select.exit_code, 0) << select.show();
+  EXPECT_TRUE(contains(select.err, "dtype=1 is invalid")) << select.show();
   // K is the candidate output's capacity, not yet available.
   const CliResult k = run("plan --filter --k 50 --rows 8 --width 32000 --arch sm_90");
   EXPECT_NE(k.exit_code, 0) << k.show();

@@ -118,6 +118,7 @@ struct SpillCase {
   bool coarse_proposal = false;  // the opt-out select.sampled.fine_proposal_excess = 0
   bool filter = false;           // the filter operator (k 0: the mask output)
   std::string policy_toml;       // applied over the defaults
+  sgtopk_dtype dtype = SGTOPK_F32;  // the filter's logits
 };
 
 void PrintTo(const SpillCase& c, std::ostream* os) { *os << c.name; }
@@ -137,6 +138,8 @@ std::vector<SpillCase> spill_cases() {
       {"short_row_registers_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
        "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n"},
       {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true},
+      {"filter_row_bf16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
+      {"filter_row_f16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
   };
 }
 
@@ -146,6 +149,7 @@ Plan plan_for(const SpillCase& c) {
   p.k = c.k;
   p.rows = c.rows;
   p.width = c.width;
+  p.dtype = c.dtype;
   Policy policy = c.policy_toml.empty() ? Policy::defaults() : parse_policy_string(c.policy_toml);
   if (c.coarse_proposal) policy.sampled.fine_proposal_excess = 0.0;
   const Problem problem = validate_problem(&p);

@@ -19,6 +19,7 @@
 
 #include "reference/filter.h"
 #include "runtime/driver.h"
+#include "templates/sgtopk/abi.h"
 #include "support/test_support.h"
 
 namespace sgtopk::testing {
@@ -130,9 +131,10 @@ RowValues make_values(Mode mode, int64_t rows, int64_t vocab, std::mt19937_64& r
   return v;
 }
 
-sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch) {
+sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dtype dtype = SGTOPK_F32) {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
   p.op = SGTOPK_OP_FILTER;
+  p.dtype = dtype;
   p.rows = rows;
   p.width = vocab;
   p.pitch = pitch;
@@ -594,6 +596,226 @@ TEST(FilterGpuErrors, BadArgumentsChangeNothing) {
   EXPECT_TRUE(std::memcmp(logits.data(), s.logits.data(), logits.size() * 4) == 0) << "a refused call wrote the logits";
   sgtopk_plan_destroy(select);
   sgtopk_plan_destroy(plan);
+}
+
+// ------------------------------------------------ bf16 and fp16 logits ----
+
+// Rounds a float to bf16 / fp16 bits, to nearest even (NaN: a quiet NaN);
+// the host's own arithmetic, independent of the kernel's.
+uint16_t to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (std::isnan(x)) return 0x7fc0u;
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+uint16_t to_fp16(float x) {
+  const _Float16 h = static_cast<_Float16>(x);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+uint16_t narrow(sgtopk_dtype dtype, float x) { return dtype == SGTOPK_BF16 ? to_bf16(x) : to_fp16(x); }
+std::vector<float> widen(sgtopk_dtype dtype, const uint16_t* x, int64_t n) {
+  return dtype == SGTOPK_BF16 ? reference::widen_bf16(x, n) : reference::widen_fp16(x, n);
+}
+const char* dtype_name(sgtopk_dtype dtype) { return dtype == SGTOPK_BF16 ? "bf16" : "f16"; }
+
+constexpr uint16_t kPoison16 = 0xBEEFu;
+
+// 16-bit logits: the rows of make_logits rounded (rounding adds ties), each
+// live row checked against the reference of its widened values. Widening is
+// one to one, so kept tokens compare bit for bit and masked ones equal the
+// mask rounded to the dtype.
+struct Filter16Set {
+  sgtopk_dtype dtype;
+  int64_t rows, vocab, pitch;
+  std::vector<uint16_t> logits;
+  RowValues values;
+  DeviceBuffer d_logits, d_out, d_k, d_p, d_t;
+  sgtopk_filter_args args = SGTOPK_FILTER_ARGS_INIT;
+
+  Filter16Set(sgtopk_dtype dtype_, int64_t rows_, int64_t vocab_, int64_t pitch_, Mode mode, std::mt19937_64& rng)
+      : dtype(dtype_), rows(rows_), vocab(vocab_), pitch(pitch_ ? pitch_ : vocab_) {
+    logits.assign(static_cast<size_t>(rows * pitch), narrow(dtype, kNaN));  // the padding: never read as logits
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<float> row = make_logits(static_cast<int>(r), vocab, rng);
+      std::transform(row.begin(), row.end(), logits.begin() + r * pitch, [&](float x) { return narrow(dtype, x); });
+    }
+    values = make_values(mode, rows, vocab, rng);
+    d_logits = DeviceBuffer(logits.size() * 2);
+    d_logits.upload(logits);
+    d_out = DeviceBuffer(logits.size() * 2);
+    d_k = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_p = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_t = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    if (!values.k.empty()) d_k.upload(values.k);
+    if (!values.p.empty()) d_p.upload(values.p);
+    if (!values.t.empty()) d_t.upload(values.t);
+    poison();
+    args.logits = d_logits.ptr();
+    args.out = d_out.ptr();
+    args.top_k = values.k.empty() ? 0 : d_k.ptr();
+    args.top_p = values.p.empty() ? 0 : d_p.ptr();
+    args.temperature = values.t.empty() ? 0 : d_t.ptr();
+    args.top_k_value = values.k_value;
+    args.top_p_value = values.p_value;
+    args.temperature_value = values.t_value;
+  }
+  void poison() { d_out.upload(std::vector<uint16_t>(logits.size(), kPoison16)); }
+  std::vector<uint16_t> out() const { return d_out.download_as<uint16_t>(logits.size()); }
+
+  std::string check(const std::vector<uint16_t>& out, float mask, int max_failures = 5) const {
+    std::string failures;
+    int failed = 0;
+    const float wide_mask = widen(dtype, std::vector<uint16_t>{narrow(dtype, mask)}.data(), 1)[0];
+    for (int64_t r = 0; r < rows && failed < max_failures; ++r) {
+      std::string e;
+      for (int64_t i = vocab; i < pitch && e.empty(); ++i)
+        if (out[static_cast<size_t>(r * pitch + i)] != kPoison16) e = "written past the vocabulary at " + std::to_string(i);
+      if (e.empty()) {
+        const std::vector<float> in = widen(dtype, logits.data() + r * pitch, vocab);
+        const std::vector<float> got = widen(dtype, out.data() + r * pitch, vocab);
+        e = reference::check_filter_mask(in.data(), vocab, values.k_of(r), values.p_of(r), got.data(), wide_mask,
+                                         values.t_of(r));
+      }
+      if (!e.empty()) {
+        ++failed;
+        failures += "row " + std::to_string(r) + " (k " + std::to_string(values.k_of(r)) + ", p " +
+                    std::to_string(values.p_of(r)) + ", T " + std::to_string(values.t_of(r)) + "): " + e + "\n";
+      }
+    }
+    return failures;
+  }
+};
+
+struct Case16 {
+  sgtopk_dtype dtype;
+  int64_t rows, vocab, pitch;
+  Mode mode;
+  std::string name() const {
+    return std::string(dtype_name(dtype)) + "_" + mode_name(mode) + "_b" + std::to_string(rows) + "_v" +
+           std::to_string(vocab) + (pitch ? "_pitch" + std::to_string(pitch) : "");
+  }
+};
+void PrintTo(const Case16& c, std::ostream* os) { *os << c.name(); }
+
+class FilterGpu16 : public ::testing::TestWithParam<Case16> {};
+
+// Every row kind of make_logits (ties, -inf, NaN, +inf, all -inf, all NaN)
+// in each mode; a finite mask value is rounded to the dtype.
+TEST_P(FilterGpu16, MatchesReferenceOfTheWidenedRows) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  const Case16& c = GetParam();
+  SGTOPK_SEEDED_RNG(rng, c.name());
+  sgtopk_plan plan = compile_filter(c.rows, c.vocab, c.pitch, c.dtype);
+  ASSERT_NE(plan, nullptr);
+  Filter16Set s(c.dtype, c.rows, c.vocab, c.pitch, c.mode, rng);
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(s.check(s.out(), -kInf), "") << c.name();
+  // A finite mask value that neither type holds exactly.
+  s.poison();
+  s.args.mask_value = -1234.567f;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(s.check(s.out(), -1234.567f), "") << c.name() << " (mask -1234.567)";
+  // In place: kept tokens keep their bits.
+  s.args.out = s.args.logits;
+  s.args.mask_value = -kInf;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const std::vector<uint16_t> in_place = s.d_logits.download_as<uint16_t>(s.logits.size());
+  s.d_logits.upload(s.logits);
+  std::vector<uint16_t> padded = in_place;  // the padding is the logits' own here: unchanged
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t i = c.vocab; i < s.pitch; ++i) {
+      const size_t at = static_cast<size_t>(r * s.pitch + i);
+      ASSERT_EQ(in_place[at], s.logits[at]) << "in place: padding written, row " << r << " at " << i;
+      padded[at] = kPoison16;
+    }
+  EXPECT_EQ(s.check(padded, -kInf), "") << c.name() << " (in place)";
+  sgtopk_plan_destroy(plan);
+}
+
+std::vector<Case16> cases16() {
+  std::vector<Case16> out;
+  for (sgtopk_dtype dtype : {SGTOPK_BF16, SGTOPK_F16}) {
+    for (int64_t vocab : {1000, 32000, 128256})
+      for (Mode mode : {Mode::kTopK, Mode::kTopP, Mode::kBoth, Mode::kMixed}) out.push_back({dtype, 12, vocab, 0, mode});
+    out.push_back({dtype, 130, 32000, 32000 + 3, Mode::kMixed});  // odd pitch: rows 2-byte aligned only
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, FilterGpu16, ::testing::ValuesIn(cases16()),
+                         [](const ::testing::TestParamInfo<Case16>& info) { return info.param.name(); });
+
+// ----------------------------------------------- top-p alone, the buffer ----
+
+// Top-p alone at 128256 where the mass sits in a few hundred tokens (as in a
+// language model's logits): the keys at or above the first mass digit fit
+// the candidate buffer, so the kernel gathers them (4 passes) and resolves
+// the later rounds there. Checked on the host that the buffer path is the
+// one taken: the kept tokens' first-digit bin and everything above it hold
+// at most kFilterCandidates keys. In fp32 and bf16.
+TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "topp_buffer");
+  const int64_t rows = 16, vocab = 128256;
+  std::normal_distribution<float> low(0.0f, 1.0f), high(12.0f, 1.5f);
+  std::vector<float> logits(static_cast<size_t>(rows * vocab));
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = logits.data() + r * vocab;
+    for (int64_t i = 0; i < vocab; ++i) row[i] = low(rng.engine());
+    for (int i = 0; i < 300; ++i) row[rng() % vocab] = high(rng.engine());
+    if (r % 4 == 1)  // ties at the boundary
+      for (int i = 0; i < 40; ++i) row[rng() % vocab] = 12.0f;
+  }
+  for (const float p : {0.5f, 0.9f, 0.99f}) {
+    for (int64_t r = 0; r < rows; ++r) {  // the buffer path, by the kernel's own count
+      const float* row = logits.data() + r * vocab;
+      const std::vector<int32_t> kept = reference::filter_row(row, vocab, 0, p);
+      const float lowest = row[kept.back()];
+      ASSERT_GT(lowest, 0.0f);
+      uint32_t bits;
+      std::memcpy(&bits, &lowest, 4);
+      const uint32_t digit = bits >> 21;  // a positive float's key is its bits with the sign bit set
+      int64_t at_or_above = 0;
+      for (int64_t i = 0; i < vocab; ++i) {
+        uint32_t b;
+        std::memcpy(&b, &row[i], 4);
+        if (row[i] > 0.0f && (b >> 21) >= digit) ++at_or_above;
+      }
+      ASSERT_LE(at_or_above, sgtopk::kFilterCandidates) << "row " << r << " p " << p;
+    }
+  }
+  for (sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16}) {
+    sgtopk_plan plan = compile_filter(rows, vocab, 0, dtype);
+    ASSERT_NE(plan, nullptr);
+    for (const float p : {0.5f, 0.9f, 0.99f}) {
+      SCOPED_TRACE(std::string(dtype == SGTOPK_F32 ? "f32" : "bf16") + " p " + std::to_string(p));
+      if (dtype == SGTOPK_F32) {
+        FilterSet s(rows, vocab, 0, Mode::kNeither, rng);
+        s.logits = logits;
+        s.d_logits.upload(s.logits);
+        s.args.top_p_value = s.values.p_value = p;
+        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+        synchronize();
+        EXPECT_EQ(check(s, s.out(), rows, false), "");
+      } else {
+        Filter16Set s(dtype, rows, vocab, 0, Mode::kNeither, rng);
+        std::transform(logits.begin(), logits.end(), s.logits.begin(), [&](float x) { return narrow(dtype, x); });
+        s.d_logits.upload(s.logits);
+        s.args.top_p_value = s.values.p_value = p;
+        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+        synchronize();
+        EXPECT_EQ(s.check(s.out(), -kInf), "");
+      }
+    }
+    sgtopk_plan_destroy(plan);
+  }
 }
 
 }  // namespace

@@ -139,6 +139,16 @@ class Planning(unittest.TestCase):
         self.assertIsNot(a, sgtopk.filter_plan(8, 32001, device=-1, arch="sm_90"))
         self.assertEqual(a.info["family"], "filter_row")
 
+    def test_filter_plans_are_kept_per_dtype(self):
+        a = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90")
+        b = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90", dtype=sgtopk.BF16)
+        h = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90", dtype=sgtopk.F16)
+        self.assertIs(b, sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90", dtype=sgtopk.BF16))
+        self.assertEqual(len({a.info["cache_key"], b.info["cache_key"], h.info["cache_key"]}), 3)
+        self.assertIn("dtype=bf16", b.text)
+        self.assertIn("dtype=f16", h.text)
+        self.assertIn("kDtype=1", b.info["parameters"])
+
     def test_policy_errors_name_the_key(self):
         with self.assertRaises(sgtopk.SgtopkError) as e:
             sgtopk.plan(16, 10, 1000, device=-1, arch="sm_90", policy="[select.short_row]\nmax_width = -1\n")

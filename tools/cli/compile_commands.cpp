@@ -64,6 +64,7 @@ struct PlanCommand {
   Request request;
   std::string problem_file;
   bool filter = false;  // the filter operator: rows the batch, width the vocabulary, no K
+  std::string dtype;    // --dtype: f32, bf16 or f16 (the library refuses bf16 / f16 for select)
 
   int run() {
     Request r = request;
@@ -98,6 +99,7 @@ struct PlanCommand {
     if (filter && problem_file.empty()) p.k = 0;  // the mask output (K is the candidate capacity)
     problem.apply(&p);
     if (filter) p.op = SGTOPK_OP_FILTER;
+    if (!dtype.empty()) p.dtype = dtype == "bf16" ? SGTOPK_BF16 : dtype == "f16" ? SGTOPK_F16 : SGTOPK_F32;
     const sgtopk_compile_options o = options_for(r);
     sgtopk_plan plan = nullptr;
     if (sgtopk_compile(&p, &o, &plan) != SGTOPK_OK) {
@@ -291,6 +293,9 @@ Runner add_plan(CLI::App& app) {
   sub->add_flag("--filter", cmd->filter,
                 "plan the top-k / top-p filter (mask output) instead of select: --rows is the batch, --width the "
                 "vocabulary; no --k")
+      ->group("Problem");
+  sub->add_option("--dtype", cmd->dtype, "the logits' element type: f32 (the default), bf16 or f16 (the filter's)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->group("Problem");
   sub->add_option("PROBLEM.toml", cmd->problem_file,
                   "a [problem] table (or its keys at the top level): k, rows, width, pitch, out_pitch, flags, "

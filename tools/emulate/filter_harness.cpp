@@ -8,12 +8,17 @@
 // both of the kernel's top-k paths (the candidate buffer, and the row when
 // the candidates overflow it); smaller ones only the buffer's.
 // Built by tools/emulate/run.
-// Usage: filter_harness [ROWS] [SEED]
+// TOPP_HEAVY makes three rows in four top-p alone.
+// DTYPE 1 / 2: bf16 / fp16 logits (rows made in fp32 and rounded), each row
+// checked against the reference of its widened values; MASK_VALUE: the mask
+// (a finite one is narrowed, by round to nearest even).
+// Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -31,11 +36,19 @@ using namespace sgtopk;
 #ifndef VOCAB
 #define VOCAB 3000
 #endif
+#ifndef DTYPE  // the logits' element type: abi.h's kFilterF32, kFilterBf16, kFilterF16
+#define DTYPE 0
+#endif
+#ifndef MASK_VALUE
+#define MASK_VALUE (-std::numeric_limits<float>::infinity())
+#endif
 
 struct Config {
   static constexpr int kThreads = THREADS;
+  static constexpr int kDtype = DTYPE;
 };
 using Agent = FilterRowAgent<Config>;
+using Elem = Agent::Elem;
 
 namespace {
 
@@ -81,10 +94,44 @@ std::vector<float> adversary(int which, int vocab, std::mt19937_64& rng) {
       std::shuffle(row.begin(), row.end(), rng);
       break;
     }
+    case 12:  // a narrow spread at the top: distinct in fp32, many ties once rounded to bf16 / fp16
+      for (float& x : row)
+        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < 0.2) x = 3.0f + std::uniform_real_distribution<float>(0.0f, 0.05f)(rng);
+      break;
     default: break;
   }
   return row;
 }
+
+// The host's own conversions, independent of the template's: fp16 by the
+// compiler's _Float16 (round to nearest even), bf16 by picking the nearer of
+// the two neighbours in double (ties to the even pattern).
+Elem narrow(float x) {
+  if constexpr (DTYPE == kFilterF32) {
+    return x;
+  } else if constexpr (DTYPE == kFilterF16) {
+    return emu_f16_bits(x);
+  } else {
+    if (std::isnan(x)) return static_cast<Elem>(0x7fc0);
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    if (std::isinf(x)) return static_cast<Elem>(bits >> 16);
+    const uint16_t lo = static_cast<uint16_t>(bits >> 16), hi = static_cast<uint16_t>(lo + 1u);
+    const double d_lo = std::fabs(static_cast<double>(sgtopk::reference::bf16_to_float(lo)) - x);
+    // Past the largest finite value the next pattern is infinity: IEEE rounds
+    // as if it were 2^128.
+    const double v_hi = (hi & 0x7f80u) == 0x7f80u ? std::copysign(std::ldexp(1.0, 128), x)
+                                                  : static_cast<double>(sgtopk::reference::bf16_to_float(hi));
+    const double d_hi = std::fabs(v_hi - x);
+    return d_lo < d_hi || (d_lo == d_hi && (lo & 1u) == 0u) ? lo : hi;
+  }
+}
+std::vector<float> widen(const Elem* x, int64_t n) {
+  if constexpr (DTYPE == kFilterF32) return {x, x + n};
+  else if constexpr (DTYPE == kFilterF16) return sgtopk::reference::widen_fp16(reinterpret_cast<const uint16_t*>(x), n);
+  else return sgtopk::reference::widen_bf16(reinterpret_cast<const uint16_t*>(x), n);
+}
+bool same_bits(Elem a, Elem b) { return std::memcmp(&a, &b, sizeof(Elem)) == 0; }
 
 }  // namespace
 
@@ -95,7 +142,8 @@ int main(int argc, char** argv) {
   const int vocab = VOCAB;
   const long long pitch = vocab + 5;
   const auto families = sgtopk::rows::all_row_families();
-  std::vector<float> logits(static_cast<size_t>(rows * pitch), 0.0f), out(logits.size(), 12345.0f);
+  const Elem untouched = narrow(12345.0f);
+  std::vector<Elem> logits(static_cast<size_t>(rows * pitch), narrow(0.0f)), out(logits.size(), untouched);
   std::vector<int> ks(static_cast<size_t>(rows));
   std::vector<float> ps(static_cast<size_t>(rows)), ts(static_cast<size_t>(rows));
   const int k_values[] = {1, 2, 7, 50, 1000, vocab - 1, vocab, vocab + 3, 0, -4};
@@ -103,12 +151,21 @@ int main(int argc, char** argv) {
   const float t_values[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf};
   for (int r = 0; r < rows; ++r) {
     const std::vector<float> row =
-        r % 2 == 0 ? adversary(static_cast<int>(rng() % 13), vocab, rng)
+        r % 2 == 0 ? adversary(static_cast<int>(rng() % 14), vocab, rng)
                    : sgtopk::rows::make_row(families[rng() % families.size()], vocab, 64, rng);
-    std::copy(row.begin(), row.end(), logits.begin() + r * pitch);
+    // Rows are made in fp32 and rounded: bf16 / fp16 rows tie far more often.
+    std::transform(row.begin(), row.end(), logits.begin() + r * pitch, narrow);
     ks[static_cast<size_t>(r)] = k_values[rng() % 10];
     ps[static_cast<size_t>(r)] = p_values[rng() % 10];
     ts[static_cast<size_t>(r)] = t_values[rng() % 9];
+#ifdef TOPP_HEAVY
+    // Three rows in four: top-p alone (its own path), p below 1.
+    if (rng() % 4 != 0) {
+      const float p_on[] = {0.9f, 0.5f, 0.99f, 1e-7f, 0.999999f, 0.0f, 0.7f, 0.95f};
+      ks[static_cast<size_t>(r)] = 0;
+      ps[static_cast<size_t>(r)] = p_on[rng() % 8];
+    }
+#endif
   }
   FilterParams p{};
   p.logits = logits.data();
@@ -119,7 +176,8 @@ int main(int argc, char** argv) {
   p.top_k = ks.data();
   p.top_p = ps.data();
   p.temperature = ts.data();
-  p.mask_value = -kInf;
+  p.mask_value = MASK_VALUE;
+  const Elem mask_bits = narrow(p.mask_value);
   const int live = rows > 2 ? rows - 2 : rows;
   p.live_rows = &live;
 
@@ -135,20 +193,23 @@ int main(int argc, char** argv) {
 
   int bad = 0;
   for (int r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * pitch;
+    const Elem* row = logits.data() + r * pitch;
     if (r >= live) {
       for (long long i = 0; i < pitch; ++i)
-        if (out[static_cast<size_t>(r * pitch + i)] != 12345.0f) {
+        if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched)) {
           std::printf("BAD row %d: past live_rows %d but written at %lld\n", r, live, i);
           ++bad;
           break;
         }
       continue;
     }
-    const std::string e = sgtopk::reference::check_filter_mask(row, vocab, ks[static_cast<size_t>(r)], ps[static_cast<size_t>(r)],
-                                                               out.data() + r * pitch, -kInf, ts[static_cast<size_t>(r)]);
+    // Against the reference of the widened row; the widening is one to one,
+    // so kept entries compare bit for bit, masked ones to the narrowed mask.
+    const std::vector<float> wide_row = widen(row, vocab), wide_out = widen(out.data() + r * pitch, vocab);
+    const std::string e = sgtopk::reference::check_filter_mask(wide_row.data(), vocab, ks[static_cast<size_t>(r)], ps[static_cast<size_t>(r)],
+                                                               wide_out.data(), widen(&mask_bits, 1)[0], ts[static_cast<size_t>(r)]);
     for (long long i = vocab; i < pitch; ++i)
-      if (out[static_cast<size_t>(r * pitch + i)] != 12345.0f) {
+      if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched)) {
         std::printf("BAD row %d: wrote past the vocabulary at %lld\n", r, i);
         ++bad;
         break;
@@ -158,6 +219,12 @@ int main(int argc, char** argv) {
       if (bad <= 10)
         std::printf("BAD row %d (k %d, p %g, T %g): %s\n", r, ks[static_cast<size_t>(r)],
                     static_cast<double>(ps[static_cast<size_t>(r)]), static_cast<double>(ts[static_cast<size_t>(r)]), e.c_str());
+    }
+  }
+  if (argc > 3) {  // the output rows, for a byte-for-byte comparison between two builds
+    if (FILE* f = std::fopen(argv[3], "wb")) {
+      std::fwrite(out.data(), sizeof(out[0]), out.size(), f);
+      std::fclose(f);
     }
   }
   std::printf("rows %d bad %d\n", rows, bad);

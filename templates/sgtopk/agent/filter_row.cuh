@@ -20,13 +20,18 @@
 // buffer a second pass gathers them and every later round, the survivors'
 // mass and top-p run over the buffer: 3 passes in all with the mask's
 // (read + write). Otherwise the later rounds read the row: 4 passes for
-// top-k alone, 8 with top-p; top-p alone: 6 (the largest key, Z, three
-// rounds, the mask). A key gives back the scaled value it came from (but
+// top-k alone, 8 with top-p. Top-p alone: the largest key; then one pass
+// histograms count and mass by first digit (Z is the mass's sum, the first
+// mass round its search); the keys at or above its digit, when they fit the
+// buffer, are gathered by a third and the later rounds run over them: 4
+// passes with the mask's, else 5 (rounds 1 and 2 over the row). A key gives back the scaled value it came from (but
 // for -0 and NaN, whose images carry the same mass), so a round or sum over
 // the buffer counts what it would over the row, in the same integers.
 //
 // Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
-// stays below 2^64. The including source defines `Config`: kThreads. The
+// stays below 2^64. The including source defines `Config`: kThreads, and
+// kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
+// the logits and of the output, pitch in elements). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
@@ -37,9 +42,61 @@
 
 namespace sgtopk {
 
+// The logits' element types. bf16 and fp16 are read as raw 16-bit patterns
+// and widened to float exactly by bit manipulation (every bf16 / fp16 value,
+// infinity and NaN is a float; the same code on the device and the host
+// emulator); a finite mask value is narrowed to them by round to nearest
+// even (an out-of-range one to the infinity of its sign, NaN to a quiet NaN).
+template <int kDtype>
+struct FilterLogit;
+template <>
+struct FilterLogit<kFilterF32> {
+  typedef float Elem;
+  static SGTOPK_DEVICE float widen(float x) { return x; }
+  static SGTOPK_DEVICE float narrow(float x) { return x; }
+};
+template <>
+struct FilterLogit<kFilterBf16> {
+  typedef unsigned short Elem;
+  static SGTOPK_DEVICE float widen(Elem h) { return __uint_as_float(static_cast<u32>(h) << 16); }
+  static SGTOPK_DEVICE Elem narrow(float x) {
+    const u32 bits = __float_as_uint(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<Elem>((bits >> 16) | 0x40u);  // NaN: quiet
+    return static_cast<Elem>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);  // a carry past the largest gives infinity
+  }
+};
+template <>
+struct FilterLogit<kFilterF16> {
+  typedef unsigned short Elem;
+  static SGTOPK_DEVICE float widen(Elem h) {
+    const u32 sign = static_cast<u32>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mant << 13));  // infinity, NaN
+    if (exp == 0u) {  // zero, subnormal: mant * 2^-24, exact in float
+      const float m = static_cast<float>(mant) * 5.9604644775390625e-8f;
+      return __uint_as_float(sign | __float_as_uint(m));
+    }
+    return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  }
+  static SGTOPK_DEVICE Elem narrow(float x) {
+    const u32 bits = __float_as_uint(x), sign = (bits >> 16) & 0x8000u, a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) return static_cast<Elem>(sign | 0x7e00u);  // NaN: quiet
+    if (a >= 0x477ff000u) return static_cast<Elem>(sign | 0x7c00u);  // 65520 and up round to infinity
+    if (a >= 0x38800000u)                                           // normal: 2^-14 and up
+      return static_cast<Elem>(sign | ((a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13));
+    if (a <= 0x33000000u) return static_cast<Elem>(sign);  // 2^-25 and below: zero (the tie to even)
+    const u32 e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;  // subnormal: m * 2^(e - 150) / 2^-24
+    u32 r = m >> shift;
+    const u32 rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (r & 1u))) ++r;  // may carry into the smallest normal, encoded alike
+    return static_cast<Elem>(sign | r);
+  }
+};
+
 template <typename Config>
 struct FilterRowAgent {
   static constexpr int kThreads = Config::kThreads;
+  typedef FilterLogit<Config::kDtype> Logit;
+  typedef typename Logit::Elem Elem;
   static constexpr int kDigitBits = kFilterDigitBits;
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
@@ -56,12 +113,13 @@ struct FilterRowAgent {
   };
 
   struct Row {
-    const float* logits;
+    const Elem* logits;
     int len;
     float temperature;
     bool scales;
+    // Widened exactly, then scaled in float as fp32 logits are.
     SGTOPK_DEVICE float scaled(int i) const {
-      const float x = logits[i];
+      const float x = Logit::widen(logits[i]);
       return scales ? x / temperature : x;
     }
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
@@ -159,7 +217,7 @@ struct FilterRowAgent {
   // Writes the row: kept where key > b, or key == b among the first t by
   // index; else mask_value. Ranks of b's copies are counted only in a chunk
   // where the t-th copy falls (elsewhere they are all kept or all not).
-  static SGTOPK_DEVICE void write_mask(Shared& s, const Row& row, float* out, u32 b, u32 t, float mask_value) {
+  static SGTOPK_DEVICE void write_mask(Shared& s, const Row& row, Elem* out, u32 b, u32 t, Elem mask_value) {
     u32 seen = 0;  // copies of b before this chunk
     for (int base = 0; base < row.len; base += kThreads) {
       const int i = base + static_cast<int>(threadIdx.x);
@@ -175,7 +233,7 @@ struct FilterRowAgent {
       }
       if (i < row.len) {
         const bool kept = key > b || (copy && copy_kept);
-        const float x = row.logits[i];
+        const Elem x = row.logits[i];  // kept: its bits untouched
         out[i] = kept ? x : mask_value;
       }
       seen += copies;
@@ -212,10 +270,7 @@ struct FilterRowAgent {
       t = 1u;
       return;
     }
-    const double want = static_cast<double>(top_p) * static_cast<double>(total);
-    u64 target = static_cast<u64>(want);
-    if (static_cast<double>(target) < want) ++target;
-    if (target == 0u) target = 1u;
+    const u64 target = mass_target(top_p, total);
     u64 mass_above = 0;
     const u32 bp = boundary(s, row, target, true, top, b, t, 0, 0u, 0u, &mass_above);
     const u64 each = mass_of(float_from_ordered_key(bp), top);
@@ -224,15 +279,90 @@ struct FilterRowAgent {
     b = bp;
   }
 
+  // The mass top-p must reach: ceil(p * Z) in double, at least one unit.
+  static SGTOPK_DEVICE u64 mass_target(float top_p, u64 total) {
+    const double want = static_cast<double>(top_p) * static_cast<double>(total);
+    u64 target = static_cast<u64>(want);
+    if (static_cast<double>(target) < want) ++target;
+    if (target == 0u) target = 1u;
+    return target;
+  }
+
+  // Top-p alone (every key survives), after the pass that found max_key: one
+  // pass histograms every key's count and mass by its first digit (Z is the
+  // mass histogram's sum), which is also the first mass round; the keys at or
+  // above the digit it finds hold every key a later round counts, and when
+  // they fit the candidate buffer one pass gathers them and the later rounds
+  // run over it. Otherwise rounds 1 and 2 read the row. The same integers as
+  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  template <typename Source>
+  static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t) {
+    const float top = float_from_ordered_key(max_key);
+    for (int i = threadIdx.x; i < kDigits; i += kThreads) {
+      s.count[i] = 0u;
+      s.mass[i] = 0u;
+    }
+    if (threadIdx.x == 0) {
+      s.total = 0u;
+      s.candidates = 0u;
+    }
+    __syncthreads();
+    u64 local = 0;
+    for (int i = threadIdx.x; i < row.len; i += kThreads) {
+      const float x = row.scaled(i);
+      const u32 d = ordered_key(x) >> 21;
+      const u64 m = mass_of(x, top);
+      local += m;
+      atomicAdd(&s.count[d], 1u);
+      if (m != 0u) atomicAdd(&s.mass[d], static_cast<unsigned long long>(m));
+    }
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    const u64 total = s.total;
+    __syncthreads();  // s.total counts the candidates next
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return;
+    }
+    const u64 target = mass_target(top_p, total);
+    if (threadIdx.x == 0) s.total = 0u;
+    const Found first = scan_digits(s.mass, target, s.scratch);  // its barriers order the reset
+    u64 at_or_above = 0;
+    for (int i = threadIdx.x; i < kDigits; i += kThreads)
+      if (static_cast<u32>(i) >= first.digit) at_or_above += s.count[i];
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(at_or_above));
+    __syncthreads();
+    const u64 candidates = s.total;
+    __syncthreads();  // count is cleared by the next round
+    u64 mass_above = 0;
+    u32 bp;
+    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      for (int i = threadIdx.x; i < row.len; i += kThreads) {
+        const u32 key = row.key(i);
+        if ((key >> 21) >= first.digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
+      }
+      __syncthreads();
+      const Candidates c{s.candidate_key, static_cast<int>(candidates)};
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+    } else {
+      bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+    }
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    b = bp;
+    t = static_cast<u32>((target - mass_above + each - 1u) / each);
+  }
+
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
     const long long live = live_row_count(p, static_cast<long long>(p.rows));
+    const Elem mask_value = Logit::narrow(p.mask_value);
     for (long long r = blockIdx.x; r < live; r += gridDim.x) {
       const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
       const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
-      Row row{p.logits + r * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
-      float* out = p.out + r * p.pitch;
+      Row row{static_cast<const Elem*>(p.logits) + r * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
+      Elem* out = static_cast<Elem*>(p.out) + r * p.pitch;
       int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
       float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
       const bool top_k_on = k > 0 && k < row.len;
@@ -290,9 +420,9 @@ struct FilterRowAgent {
         __syncthreads();
         const u32 max_key = s.max_key;
         __syncthreads();
-        top_p_boundary(s, row, top_p, max_key, b, t);
+        top_p_alone(s, row, top_p, max_key, b, t);
       }
-      write_mask(s, row, out, b, t, p.mask_value);
+      write_mask(s, row, out, b, t, mask_value);
       __syncthreads();
     }
   }
