@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""sgtopk filter benchmark: the filter grid of BENCH.md (batch x vocab, k, p, fp32, mask mode).
+"""sgtopk filter benchmark: the filter grid of BENCH.md (batch x vocab, k, p, dtype, mask mode).
 
     python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
-        [--rounds 7] [--no-torch]
+        [--rounds 7] [--no-torch] [--dtype f32|bf16|f16]
 
 Per shape: compile a filter plan (mask output, out of place: every entry of
 `out` written), run once and check each row's kept set against the
@@ -11,7 +11,9 @@ over the survivors in float64, the shortest prefix with mass >= p; rows whose
 mass at the boundary is within 1e-6 relative of p may keep either neighbour),
 then time graph replays of the library's graph (buffers rotated so L2 does not
 hold them) and the sort-based torch chain on the same tensors. Floor = (read +
-write of every logit) / read bandwidth, measured in the same run.
+write of every logit, at the logits' width) / read bandwidth, measured in the
+same run. With bf16 / fp16 logits the reference runs on the same 2-byte values
+widened to fp32 (exact: the kernel keeps the same set of the same values).
 Writes DIR/filter-<date>-<commit>.json and .md; prints the table last.
 Exit status: 0 all exact, 1 otherwise, 2 setup failure.
 """
@@ -79,6 +81,7 @@ def main():
     ap.add_argument("--p", type=float, default=0.9)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="logits' type, read natively")
     args = ap.parse_args()
     torch = bs.torch
     if torch is None or not torch.cuda.is_available():
@@ -89,18 +92,22 @@ def main():
     bw, _ = bs.measure_read_bandwidth(stream, args.rounds)
     commit, _ = bs.git_commit()
     results, all_exact = [], True
+    tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    sgdtype = {"f32": sg.F32, "bf16": sg.BF16, "f16": sg.F16}[args.dtype]
+    esize = torch.tensor([], dtype=tdtype).element_size()
     for spec in args.shapes.split(","):
         rows, vocab = (int(v) for v in spec.split("x"))
-        plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0)
-        nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 8) + 1))
+        plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0,
+                           dtype=sgdtype)
+        nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
-        xs = [torch.randn(rows, vocab, device="cuda", generator=gen) * 3.0 for _ in range(nbuf)]
+        xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]
         outs = [torch.full_like(x, float("nan")) for x in xs]
         torch.cuda.synchronize()
         args_list = [sg.filter_args(logits=x, out=o, top_k_value=args.k, top_p_value=args.p) for x, o in zip(xs, outs)]
         plan.filter(args_list[0], stream=stream.cuda_stream)
         stream.synchronize()
-        keep, ambiguous = reference_keep(xs[0], args.k, args.p)
+        keep, ambiguous = reference_keep(xs[0].float(), args.k, args.p)
         got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
         bad = ((got != keep).any(dim=1) & ~ambiguous)
         exact = not bool(bad.any())
@@ -112,8 +119,8 @@ def main():
             ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, args.k, args.p) for x, o in zip(xs, outs)],
                                        stream, max(3, args.rounds // 2), max_reps=20)
             torch_ms = ms_t
-        floor_ms = rows * vocab * 8 / (bw * 1e9) * 1e3
-        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": "f32", "mode": "mask",
+        floor_ms = rows * vocab * 2 * esize / (bw * 1e9) * 1e3
+        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": args.dtype, "mode": "mask",
              "family": "filter_row", "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
              "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
              "ambiguous_rows": int(ambiguous.sum())}
@@ -127,11 +134,11 @@ def main():
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
            "read_bandwidth_GBps": bw, "runs": results}
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"filter-{date}-{commit}")
+    base = os.path.join(args.out, f"filter-{date}-{commit}" + ("" if args.dtype == "f32" else f"-{args.dtype}"))
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
-             f"k = {args.k}, p = {args.p}, fp32, mask mode (out of place)\n",
+             f"k = {args.k}, p = {args.p}, {args.dtype}, mask mode (out of place)\n",
              "| batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
