@@ -2,7 +2,7 @@
 """sgtopk filter benchmark: the filter grid of BENCH.md (batch x vocab, k, p, dtype, mask mode).
 
     python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
-        [--rounds 7] [--no-torch] [--dtype f32|bf16|f16]
+        [--rounds 7] [--no-torch] [--dtypes f32,bf16,f16]
 
 Per shape: compile a filter plan (mask output, out of place: every entry of
 `out` written), run once and check each row's kept set against the
@@ -81,7 +81,7 @@ def main():
     ap.add_argument("--p", type=float, default=0.9)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
-    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="logits' type, read natively")
+    ap.add_argument("--dtypes", default="f32", help="logits' types, read natively: f32, bf16, f16 (comma list)")
     args = ap.parse_args()
     torch = bs.torch
     if torch is None or not torch.cuda.is_available():
@@ -92,10 +92,15 @@ def main():
     bw, _ = bs.measure_read_bandwidth(stream, args.rounds)
     commit, _ = bs.git_commit()
     results, all_exact = [], True
-    tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
-    sgdtype = {"f32": sg.F32, "bf16": sg.BF16, "f16": sg.F16}[args.dtype]
-    esize = torch.tensor([], dtype=tdtype).element_size()
-    for spec in args.shapes.split(","):
+    dtypes = args.dtypes.split(",")
+    for dt in dtypes:
+        if dt not in ("f32", "bf16", "f16"):
+            print(f"bench_filter: unknown dtype {dt!r} (f32, bf16, f16)", file=sys.stderr)
+            return 2
+    for dt, spec in [(dt, spec) for dt in dtypes for spec in args.shapes.split(",")]:
+        tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dt]
+        sgdtype = {"f32": sg.F32, "bf16": sg.BF16, "f16": sg.F16}[dt]
+        esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
         plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0,
                            dtype=sgdtype)
@@ -120,12 +125,12 @@ def main():
                                        stream, max(3, args.rounds // 2), max_reps=20)
             torch_ms = ms_t
         floor_ms = rows * vocab * 2 * esize / (bw * 1e9) * 1e3
-        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": args.dtype, "mode": "mask",
+        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": dt, "mode": "mask",
              "family": "filter_row", "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
              "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
              "ambiguous_rows": int(ambiguous.sum())}
         results.append(r)
-        print(f"filter {rows}x{vocab}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
+        print(f"filter {dt} {rows}x{vocab}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
               f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
         del graphs, xs, outs
         plan.close()
@@ -134,15 +139,15 @@ def main():
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
            "read_bandwidth_GBps": bw, "runs": results}
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"filter-{date}-{commit}" + ("" if args.dtype == "f32" else f"-{args.dtype}"))
+    base = os.path.join(args.out, f"filter-{date}-{commit}")
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
-             f"k = {args.k}, p = {args.p}, {args.dtype}, mask mode (out of place)\n",
-             "| batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---:|---:|---:|---:|---:|---:|---|"]
+             f"k = {args.k}, p = {args.p}, mask mode (out of place)\n",
+             "| dtype | batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
-        lines.append(f"| {r['batch']} | {r['vocab']} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
+        lines.append(f"| {r['dtype']} | {r['batch']} | {r['vocab']} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
                      f"{'yes' if r['exact'] else 'NO (%d rows)' % r['bad_rows']} |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
