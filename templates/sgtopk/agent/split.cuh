@@ -159,7 +159,7 @@ struct SplitAgent {
   // route's code, however the row got here.
   static SGTOPK_DEVICE void finish(SelectionState& state, const Store& store, const Output& out, const RowRecord& rec,
                                    const float* scores, int len, bool no_view, const typename Sampled::Proposal& proposal,
-                                   u64* sort_buffer, unsigned long long* stats) {
+                                   u64* sort_buffer, unsigned long long* stats, PhaseClock<Config::kRouteStats>& clock) {
     const u32 admitted = no_view ? 0u : state.scratch[2], primary = no_view ? 0u : state.scratch[3];
     const bool overflow = !no_view && state.scratch[4] != 0u;
     __syncthreads();  // every thread has the totals before the state is reset
@@ -177,12 +177,26 @@ struct SplitAgent {
       Refine refine{state, store, row, out};
       begin_selection<Config::kThreads>(state, k, 1u);
       if (!overflow) {
-        for (u32 base = 0; base < admitted; base += Config::kThreads) {
-          const u32 i = base + threadIdx.x;
-          const float value = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
-          const bool take = i < admitted && value >= admit_low;
-          const u32 slot = warp_append(take, &state.next_count);
-          if (take) refine.admit_at(slot, value, hw::load_l2(rec.indices + i));
+        // kGather candidates a thread in flight before the first is appended:
+        // the record is in L2, and one round trip per kThreads candidates
+        // made the gather a few microseconds of the finisher's latency.
+        constexpr int kGather = 4;
+        for (u32 base = 0; base < admitted; base += Config::kThreads * kGather) {
+          float value[kGather];
+          u32 index[kGather];
+#pragma unroll
+          for (int u = 0; u < kGather; ++u) {
+            const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+            value[u] = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
+            index[u] = i < admitted ? hw::load_l2(rec.indices + i) : 0u;
+          }
+#pragma unroll
+          for (int u = 0; u < kGather; ++u) {
+            const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+            const bool take = i < admitted && value[u] >= admit_low;
+            const u32 slot = warp_append(take, &state.next_count);
+            if (take) refine.admit_at(slot, value[u], index[u]);
+          }
         }
       } else {
         const auto admit = [=](float value) { return value >= admit_low; };
@@ -200,6 +214,7 @@ struct SplitAgent {
     } else {
       Exact::exact_boundary(state, store, row, out, typename Exact::NoMarks{});
     }
+    clock.lap(kCyclesRecovery);
     Exact::refine_and_write(state, store, row, out, scores, sort_buffer);
   }
 
@@ -226,22 +241,29 @@ struct SplitAgent {
     store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierSharedCapacity;
     store.global_value = rec.slice;
     store.global_index = reinterpret_cast<u32*>(rec.slice + Config::kFrontierGlobalCapacity);
+    PhaseClock<Config::kRouteStats> clock(p.route_stats);
     typename Sampled::Proposal proposal{0.0f, 0.0f};
-    if (!Sampled::propose(state, task.scores, task.len, r, &proposal)) {
+    const bool viewed = Sampled::propose(state, task.scores, task.len, r, &proposal);
+    clock.lap(kCyclesProposal);
+    if (!viewed) {
       // Every CTA of the row finds the view too small (that depends on len
       // only): the first finishes the row alone, no record is touched.
       if (s != 0) return;
-      finish(state, store, task.out, rec, task.scores, task.len, true, proposal, sort_buffer, p.route_stats);
-      return Exact::transform_row(task.out, p, r);
+      finish(state, store, task.out, rec, task.scores, task.len, true, proposal, sort_buffer, p.route_stats, clock);
+      Exact::transform_row(task.out, p, r);
+      return clock.lap(kCyclesRefinement);
     }
     const int width = segment_width(task.len, active);
     const int begin = min_of(task.len, s * width), end = min_of(task.len, begin + width);
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
     collect(state, store, task.scores + begin, end - begin, min_of(proposal.secondary_low, proposal.primary_low),
             proposal.primary_low);
-    if (!publish(state, store, rec, static_cast<u32>(begin), active)) return;
-    finish(state, store, task.out, rec, task.scores, task.len, false, proposal, sort_buffer, p.route_stats);
+    const bool last = publish(state, store, rec, static_cast<u32>(begin), active);
+    clock.lap(kCyclesCertification);
+    if (!last) return;
+    finish(state, store, task.out, rec, task.scores, task.len, false, proposal, sort_buffer, p.route_stats, clock);
     Exact::transform_row(task.out, p, r);
+    clock.lap(kCyclesRefinement);
   }
 };
 
