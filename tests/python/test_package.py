@@ -327,6 +327,22 @@ class FilterOnGpu(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "k must be torch.int32"):
             sgtopk.filter_(logits, k=k.long())
 
+    def test_bf16_and_fp16_logits_are_read_natively(self):
+        gen = torch.Generator(device="cpu").manual_seed(5)
+        for dtype in (torch.bfloat16, torch.float16):
+            logits = (torch.randn(4, 32000, generator=gen) * 3).to(dtype).cuda()
+            wide = logits.float()  # exact: the reference sees the same values
+            out = torch.full_like(logits, float("nan"))
+            sgtopk.filter_(logits, k=50, p=0.9, out=out)
+            self.assertEqual(out.dtype, dtype)
+            self.check(out.float(), wide, self.kept(wide, 50, 0.9))
+            work = logits.clone()
+            sgtopk.filter_(work, p=0.9)
+            self.check(work.float(), wide, self.kept(wide, None, 0.9))
+            masked = torch.ops.sgtopk.filter(logits, None, None, None, 20, 1.0)
+            self.assertEqual(masked.dtype, dtype)
+            self.check(masked.float(), wide, self.kept(wide, 20, None))
+
     def test_the_op_in_a_graph_and_under_torch_compile(self):
         logits = torch.randn(16, 8000, device="cuda")
         torch.ops.sgtopk.filter(logits, None, None, None, 20, 0.8)  # plan compiled outside the capture
