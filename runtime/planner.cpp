@@ -62,7 +62,13 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
 // The filter has one family so far.
 std::string choose_filter_family(const Policy& policy, std::string* reason) {
   *reason = "the filter's one family: one CTA a row of filter.block_threads " + std::to_string(policy.filter.block_threads) +
-            " threads, exact by digit histograms over the whole row";
+            " threads; " +
+            (policy.filter.sample_size == 0
+                 ? std::string("filter.sample_size 0: the exact route (digit histograms over the row)")
+                 : "a sample of filter.sample_size " + std::to_string(policy.filter.sample_size) +
+                       " values proposes a threshold, one pass gathers the keys above it and the decisions run over "
+                       "them (top-p alone: one more pass for the row's mass), the exact route where they do not hold "
+                       "the boundary");
   return "filter_row";
 }
 

@@ -220,9 +220,9 @@ const std::vector<Section>& sections() {
        "Which family the planner picks for a shape.",
        {SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_FIELD_DISPATCH)}},
       {"filter",
-       "Top-k / top-p filter. block_threads shapes the filter_row family (one CTA a row, exact by\n"
-       "digit histograms; docs/filter-design.md); the Qrita keys (Gaussian outlier cutoff, quaternary\n"
-       "pivot search) are reserved for the baseline and not read.",
+       "Top-k / top-p filter. block_threads shapes the filter_row family (one CTA a row, exact:\n"
+       "docs/filter-design.md); sample_size and sample_sigmas steer its sampled route (speed only);\n"
+       "the Qrita keys (Gaussian outlier cutoff, quaternary pivot search) are reserved and not read.",
        {SGTOPK_POLICY_FILTER(SGTOPK_FIELD_FILTER)}},
       {"compile",
        "NVRTC compilation of the generated kernels.",

@@ -220,12 +220,15 @@
   X(INT, cluster_size, 8, (1, 16), \
     "CTAs per cluster (reserved: no cluster family yet)")
 
-// [filter] top-k / top-p: the filter_row family's CTA; Qrita's keys reserved.
+// [filter] top-k / top-p: the filter_row family's CTA and its sampled route;
+// Qrita's keys reserved.
 #define SGTOPK_POLICY_FILTER(X) \
-  X(INT, block_threads, 1024, (128, 1024, kPow2), \
-    "threads per CTA of the filter_row family (one CTA a row, every pass over the whole row)") \
-  X(INT, sample_size, 1024, (32, 65536), \
-    "values sampled for the Gaussian cutoff (reserved: Qrita, not read)") \
+  X(INT, block_threads, 512, (128, 1024, kPow2), \
+    "threads per CTA of the filter_row family (one CTA a row; at 1024 its 64 registers a thread make ptxas spill)") \
+  X(INT, sample_size, 1024, (0, 8192), \
+    "values of a row the sampled route samples (held in the candidate buffer, hence at most its 8192); 0: the exact route only") \
+  X(INT, sample_sigmas, 4, (0, 32), \
+    "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \

@@ -1,5 +1,6 @@
-// The filter_row family (one CTA a row; every decision by digit histograms
-// over the row or its top-k candidates, the mask written in a last pass):
+// The filter_row family (one CTA a row; a sampled threshold gathers the
+// candidates in one pass and every decision runs over them, else digit
+// histograms over the row; docs/filter-design.md):
 // templates/sgtopk/agent/filter_row.cuh.
 #include "runtime/families/families.h"
 
@@ -30,9 +31,9 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // No occupancy hint: one CTA of 1024 already fills half an SM, and a cap on
   // registers would only risk spills.
   plan.min_blocks_per_sm = 1;
-  // Under 57 KB (the candidate buffer is 32 KB): past the default 48 KB, so
-  // the loader opts in (kernel_module.cpp), within every sm_80+ limit (99 KB
-  // at least).
+  // About 88 KB (the candidates' keys and indices are 64 KB): past the
+  // default 48 KB, so the loader opts in (kernel_module.cpp), within every
+  // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90.
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
   // shared memory permitting) on every SM, so rows past live_rows cost no
@@ -40,7 +41,13 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   plan.grid = static_cast<unsigned>(std::min<int64_t>(
       p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
   // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
-  plan.config = KernelConfig().integer("kThreads", threads).integer("kDtype", static_cast<int>(p.dtype));
+  // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
+  // route (agent/filter_row.cuh, propose()).
+  plan.config = KernelConfig()
+                    .integer("kThreads", threads)
+                    .integer("kDtype", static_cast<int>(p.dtype))
+                    .integer("kSampleSize", policy.filter.sample_size)
+                    .integer("kSampleSigmas", policy.filter.sample_sigmas);
   plan.workspace_bytes = 0;
 }
 

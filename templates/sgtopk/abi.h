@@ -179,18 +179,25 @@ SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorte
 
 // ---- the filter_row family's shared memory: one digit round's mass and
 // count per digit, the block scan's scratch, the row's total mass and its
-// largest key, then the top-k candidates' keys (every key of the row at or
-// above the first digit round's digit, when that many fit) and their count.
+// largest key, then the candidates: every key of the row at or above a
+// threshold (the sampled route's tau, or the exact route's first digit),
+// when that many fit, with their row indices (the sampled route resolves
+// ties and writes the kept values from them, without reading the row
+// again), and their count. The sample is held in the key array before the
+// gather. 8192 candidates keep the whole at about 88 KB: two CTAs an SM on
+// sm_90 (227 KB), past the default 48 KB (the plan opts in), under every
+// sm_80+ per-block limit (99 KB at least).
 constexpr int kFilterDigitBits = 11;
-constexpr int kFilterCandidates = 8192;  // 32 KB of keys
+constexpr int kFilterCandidates = 8192;  // 32 KB of keys and 32 KB of indices
 struct FilterRowShared {
   u64 mass[1 << kFilterDigitBits];
   u32 count[1 << kFilterDigitBits];
   u64 scratch[36];  // a block scan's 33 words and a digit search's answer
   u64 total;
   u32 max_key;
-  u32 candidates;  // slots of candidate_key taken
+  u32 candidates;  // slots of candidate_key taken (the gather counts past the capacity)
   u32 candidate_key[kFilterCandidates];
+  u32 candidate_index[kFilterCandidates];  // the sampled route's: the row index of candidate_key's key
 };
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
 

@@ -1158,9 +1158,9 @@ TEST(JitKeyProbes, CompileForSm90) {
 // compile request, NVRTC for sm_90): its logic is checked by
 // tools/emulate/run, here that the generated specialization compiles with
 // abi.h's FilterParams and shared-memory layout as the host lays them out, at
-// the default block and the smallest the policy allows.
+// the largest block, the default and the smallest the policy allows.
 TEST(JitFilter, TheFilterPlanCompilesForSm90) {
-  for (const int threads : {1024, 128}) {
+  for (const int threads : {1024, 512, 128}) {
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;
     p.op = SGTOPK_OP_FILTER;
     p.rows = 130;

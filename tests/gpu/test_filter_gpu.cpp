@@ -131,7 +131,8 @@ RowValues make_values(Mode mode, int64_t rows, int64_t vocab, std::mt19937_64& r
   return v;
 }
 
-sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dtype dtype = SGTOPK_F32) {
+sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dtype dtype = SGTOPK_F32,
+                           const char* policy_toml = nullptr) {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
   p.op = SGTOPK_OP_FILTER;
   p.dtype = dtype;
@@ -141,6 +142,7 @@ sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dt
   p.flags = SGTOPK_FILTER_MASK;
   sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
   o.device = 0;
+  o.policy_toml = policy_toml;
   sgtopk_plan plan = nullptr;
   EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   return plan;
@@ -814,6 +816,78 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
         EXPECT_EQ(s.check(s.out(), -kInf), "");
       }
     }
+    sgtopk_plan_destroy(plan);
+  }
+}
+
+}  // namespace
+}  // namespace sgtopk::testing
+
+namespace sgtopk::testing {
+namespace {
+
+// The sampled route on rows built against its sample (a stride of
+// width / filter.sample_size from element 0): the sample's points above
+// every other logit (tau too high: top-k falls back), its points at 0 with
+// a few spikes and the rest just below 0 (top-p alone's mass lies below
+// tau: it falls back; top-k resolves a tie group of the sample's size),
+// all-equal rows and huge ties at the top (the buffer overflows), and
+// ordinary rows (the route succeeds), under the default policy, a 32-value
+// sample without margin, the exact route only (sample_size 0), and blocks
+// of 1024 and 512; every row exact, and every policy's output the same
+// bits.
+TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "sampled_route");
+  const int64_t rows = 48, vocab = 128256, pitch = vocab + 3;  // odd pitch: every row misaligned differently
+  const int sample = 1024;
+  const int64_t stride = vocab / sample;
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  std::vector<float> base(static_cast<size_t>(rows * pitch), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = base.data() + r * pitch;
+    for (int64_t i = 0; i < vocab; ++i) row[i] = logit(rng.engine());
+    switch (r % 6) {
+      case 0:  // the sample holds the top
+        for (int j = 0; j < sample; ++j) row[j * stride] = 10.0f + 1e-3f * static_cast<float>(j);
+        break;
+      case 1:  // the sample misses the mass
+        for (int64_t i = 0; i < vocab; ++i) row[i] = -0.01f;
+        for (int j = 0; j < sample; ++j) row[j * stride] = j % 100 == 0 ? 9.0f : 0.0f;
+        break;
+      case 2: std::fill(row, row + vocab, 1.5f); break;  // all equal
+      case 3:                                              // a tie larger than the buffer at the top
+        for (int i = 0; i < 3 * sgtopk::kFilterCandidates; ++i) row[rng() % vocab] = 7.0f;
+        break;
+      default: break;  // ordinary
+    }
+  }
+  const int ks[] = {1, 7, 50, 1000, 0};
+  const float ps[] = {0.9f, 1.0f, 0.5f, 0.99f, 0.9f};
+  std::vector<float> first_out;
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.sample_sigmas = 0\n",
+                             "filter.sample_size = 0\n", "filter.block_threads = 1024\n"}) {
+    SCOPED_TRACE(policy ? policy : "default policy");
+    sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
+    ASSERT_NE(plan, nullptr);
+    FilterSet s(rows, vocab, pitch, Mode::kMixed, rng);
+    s.logits = base;
+    s.d_logits.upload(s.logits);
+    for (int64_t r = 0; r < rows; ++r) {  // every row kind meets every k / p
+      s.values.k[static_cast<size_t>(r)] = ks[(r / 6) % 5];
+      s.values.p[static_cast<size_t>(r)] = ps[(r / 6 + r) % 5];
+      s.values.t[static_cast<size_t>(r)] = r % 7 == 3 ? 0.7f : 1.0f;
+    }
+    s.d_k.upload(s.values.k);
+    s.d_p.upload(s.values.p);
+    s.d_t.upload(s.values.t);
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    const std::vector<float> out = s.out();
+    EXPECT_EQ(check(s, out, rows, false), "");
+    if (first_out.empty()) first_out = out;
+    else EXPECT_EQ(std::memcmp(out.data(), first_out.data(), out.size() * 4), 0) << "the route changed the output";
     sgtopk_plan_destroy(plan);
   }
 }

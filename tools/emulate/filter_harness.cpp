@@ -12,10 +12,15 @@
 // DTYPE 1 / 2: bf16 / fp16 logits (rows made in fp32 and rounded), each row
 // checked against the reference of its widened values; MASK_VALUE: the mask
 // (a finite one is narrowed, by round to nearest even).
+// SAMPLE_SIZE / SAMPLE_SIGMAS: the sampled route's Config (filter.sample_size,
+// filter.sample_sigmas). EXPECT_ROUTES: fail unless some row took the
+// sampled route and some row fell back from it to the exact one. IN_PLACE:
+// out is logits.
 // Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +32,10 @@
 
 #include "reference/filter.h"
 #include "reference/row_families.h"
+
+// The rows each route took (thread 0 counts): the template's hook.
+inline std::atomic<long> g_routes[3];
+#define SGTOPK_FILTER_ROUTE(route) (threadIdx.x == 0 ? (void)g_routes[route].fetch_add(1) : (void)0)
 #include "sgtopk/agent/filter_row.cuh"
 using namespace sgtopk;
 
@@ -39,6 +48,12 @@ using namespace sgtopk;
 #ifndef DTYPE  // the logits' element type: abi.h's kFilterF32, kFilterBf16, kFilterF16
 #define DTYPE 0
 #endif
+#ifndef SAMPLE_SIZE  // filter.sample_size
+#define SAMPLE_SIZE 1024
+#endif
+#ifndef SAMPLE_SIGMAS  // filter.sample_sigmas
+#define SAMPLE_SIGMAS 4
+#endif
 #ifndef MASK_VALUE
 #define MASK_VALUE (-std::numeric_limits<float>::infinity())
 #endif
@@ -46,6 +61,8 @@ using namespace sgtopk;
 struct Config {
   static constexpr int kThreads = THREADS;
   static constexpr int kDtype = DTYPE;
+  static constexpr int kSampleSize = SAMPLE_SIZE;
+  static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
 };
 using Agent = FilterRowAgent<Config>;
 using Elem = Agent::Elem;
@@ -92,6 +109,15 @@ std::vector<float> adversary(int which, int vocab, std::mt19937_64& rng) {
       const int copies = std::min(vocab, kFilterCandidates - 1 + static_cast<int>(rng() % 3));
       for (int i = 0; i < copies; ++i) row[static_cast<size_t>(i)] = 9.0f;
       std::shuffle(row.begin(), row.end(), rng);
+      break;
+    }
+    case 13:  // the sample misses the mass: its points at 0 (every 100th at 9), the rest just below 0
+    case 14: {  // the sample holds the top: its points above every other key (top-k falls back)
+      const int n = Agent::sample_count(vocab);
+      for (float& x : row) x = which == 13 ? -0.01f : x;
+      for (int j = 0; j < n; ++j)
+        row[static_cast<size_t>(Agent::sample_index(vocab, j))] =
+            which == 13 ? (j % 100 == 0 ? 9.0f : 0.0f) : 10.0f + 1e-3f * static_cast<float>(j % 1000);
       break;
     }
     case 12:  // a narrow spread at the top: distinct in fp32, many ties once rounded to bf16 / fp16
@@ -151,7 +177,7 @@ int main(int argc, char** argv) {
   const float t_values[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf};
   for (int r = 0; r < rows; ++r) {
     const std::vector<float> row =
-        r % 2 == 0 ? adversary(static_cast<int>(rng() % 14), vocab, rng)
+        r % 2 == 0 ? adversary(static_cast<int>(rng() % 16), vocab, rng)
                    : sgtopk::rows::make_row(families[rng() % families.size()], vocab, 64, rng);
     // Rows are made in fp32 and rounded: bf16 / fp16 rows tie far more often.
     std::transform(row.begin(), row.end(), logits.begin() + r * pitch, narrow);
@@ -167,8 +193,16 @@ int main(int argc, char** argv) {
     }
 #endif
   }
+#ifdef IN_PLACE
+  constexpr bool in_place = true;
+  out = logits;
+#else
+  constexpr bool in_place = false;
+#endif
+  // What an element out of reach of the kernel must still hold.
+  auto untouched_at = [&](size_t i) { return in_place ? logits[i] : untouched; };
   FilterParams p{};
-  p.logits = logits.data();
+  p.logits = in_place ? out.data() : logits.data();
   p.out = out.data();
   p.pitch = pitch;
   p.rows = rows;
@@ -196,7 +230,7 @@ int main(int argc, char** argv) {
     const Elem* row = logits.data() + r * pitch;
     if (r >= live) {
       for (long long i = 0; i < pitch; ++i)
-        if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched)) {
+        if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched_at(static_cast<size_t>(r * pitch + i)))) {
           std::printf("BAD row %d: past live_rows %d but written at %lld\n", r, live, i);
           ++bad;
           break;
@@ -209,7 +243,7 @@ int main(int argc, char** argv) {
     const std::string e = sgtopk::reference::check_filter_mask(wide_row.data(), vocab, ks[static_cast<size_t>(r)], ps[static_cast<size_t>(r)],
                                                                wide_out.data(), widen(&mask_bits, 1)[0], ts[static_cast<size_t>(r)]);
     for (long long i = vocab; i < pitch; ++i)
-      if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched)) {
+      if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched_at(static_cast<size_t>(r * pitch + i)))) {
         std::printf("BAD row %d: wrote past the vocabulary at %lld\n", r, i);
         ++bad;
         break;
@@ -227,6 +261,14 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
   }
-  std::printf("rows %d bad %d\n", rows, bad);
+  const long sampled = g_routes[Agent::kRouteSampled], fallback = g_routes[Agent::kRouteFallback],
+             exact = g_routes[Agent::kRouteExact];
+#ifdef EXPECT_ROUTES
+  if (sampled == 0 || fallback == 0) {
+    std::printf("BAD routes: expected both the sampled route and a fallback from it\n");
+    ++bad;
+  }
+#endif
+  std::printf("rows %d bad %d (routes: sampled %ld, fallback %ld, exact %ld)\n", rows, bad, sampled, fallback, exact);
   return bad == 0 ? 0 : 1;
 }

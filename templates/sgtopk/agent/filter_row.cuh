@@ -1,6 +1,6 @@
-// Filter, first version (exactness before speed; docs/filter-design.md): one
-// CTA per row, every decision by digit histograms over the row's ordered
-// keys, the mask written in one last pass. The kept set of every mode has one
+// Filter (docs/filter-design.md): one CTA per row, every decision by digit
+// histograms over the row's ordered keys or over candidates gathered from
+// it, the mask written last. The kept set of every mode has one
 // shape: every key above a boundary key B, and the first t copies of B in
 // index order.
 //
@@ -13,7 +13,19 @@
 //           ceil(p * Z); t = the copies needed, all of one mass
 //   mask    kept: key > B, or key == B among the first t by index
 //
-// Passes over the row (each a read from global memory). With top-k, the
+// The sampled route first (propose, gather, decide, write_kept below): a
+// strided sample of the row proposes a key threshold tau; one pass (16-byte
+// loads) finds the largest key and gathers every key at or above tau with
+// its index into FilterRowShared's candidates; when they hold the kept set's
+// boundary (at least k of them for top-k; for top-p alone, after one more
+// pass for the row's total mass Z, mass at least p's target), every round
+// runs over them, and the write stores mask_value everywhere, then the kept
+// values read before it: 1 read and a write with top-k, 2 reads and a write
+// for top-p alone. Otherwise (tau too high, or too low for the buffer), or
+// when the sample predicts that, the exact route below runs: exactness
+// never depends on the sample, only speed does.
+//
+// The exact route's passes over the row (each a read). With top-k, the
 // first one finds the largest key and counts the first digit round (its
 // group is the whole row); the keys at or above the digit it finds hold
 // every top-k survivor, and when they fit FilterRowShared's candidate
@@ -29,16 +41,24 @@
 // the buffer counts what it would over the row, in the same integers.
 //
 // Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
-// stays below 2^64. The including source defines `Config`: kThreads, and
+// stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
-// the logits and of the output, pitch in elements). The
+// the logits and of the output, pitch in elements), kSampleSize (0: the
+// exact route only) and kSampleSigmas (policy filter.sample_*). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
 #pragma once
 #include "sgtopk/abi.h"
 #include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/keys.cuh"
+
+// Called by every thread with the route a row took (FilterRowAgent's
+// kRoute*): a test harness may count them; nothing on the device.
+#ifndef SGTOPK_FILTER_ROUTE
+#define SGTOPK_FILTER_ROUTE(route)
+#endif
 
 namespace sgtopk {
 
@@ -101,6 +121,14 @@ struct FilterRowAgent {
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
+  static constexpr int kSampleSize = Config::kSampleSize;
+  static constexpr int kSampleSigmas = Config::kSampleSigmas;
+  static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
+  static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
+  static_assert(kThreads % 32 == 0, "the passes use whole warps");
+  // A row's route: the sampled one decided it; the sampled one failed and
+  // the exact one ran; the sample predicted a failure and the exact one ran.
+  enum Route { kRouteSampled, kRouteFallback, kRouteExact };
 
   typedef FilterRowShared Shared;
   static_assert(kDigitBits == 11, "boundary() resolves 32-bit keys in rounds of 11, 11 and 10 bits");
@@ -118,10 +146,11 @@ struct FilterRowAgent {
     float temperature;
     bool scales;
     // Widened exactly, then scaled in float as fp32 logits are.
-    SGTOPK_DEVICE float scaled(int i) const {
-      const float x = Logit::widen(logits[i]);
+    SGTOPK_DEVICE float scale(Elem e) const {
+      const float x = Logit::widen(e);
       return scales ? x / temperature : x;
     }
+    SGTOPK_DEVICE float scaled(int i) const { return scale(logits[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
   };
 
@@ -132,6 +161,18 @@ struct FilterRowAgent {
     int len;
     SGTOPK_DEVICE float scaled(int i) const { return float_from_ordered_key(keys[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return keys[i]; }
+  };
+
+  // The copies of b among the candidates, as keys that order them by index
+  // (the lowest first) above every other candidate (0): a count round over
+  // them finds the t-th copy's index.
+  struct TieCopies {
+    const u32* keys;
+    const u32* index;
+    u32 b;
+    int len;
+    SGTOPK_DEVICE float scaled(int) const { return 0.0f; }  // counted, never weighed
+    SGTOPK_DEVICE u32 key(int i) const { return keys[i] == b ? ~index[i] : 0u; }
   };
 
   // Mass of a scaled value relative to the largest survivor `top` (its key
@@ -353,25 +394,347 @@ struct FilterRowAgent {
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
   }
 
+  // ---- the sampled route: a strided sample proposes a key threshold tau;
+  // one pass gathers every key at or above it (with its index) and the
+  // row's largest key; the decisions run over the gathered keys when they
+  // hold the kept set's boundary, and the write needs no read of the row.
+  // Otherwise (tau too high or too low) the exact route runs: the result
+  // never depends on the sample.
+
+  static SGTOPK_DEVICE u32 bits_of(Elem x) {
+    if constexpr (Config::kDtype == kFilterF32) return __float_as_uint(x);
+    else return static_cast<u32>(x);
+  }
+  static SGTOPK_DEVICE Elem from_bits(u32 bits) {
+    if constexpr (Config::kDtype == kFilterF32) return __uint_as_float(bits);
+    else return static_cast<Elem>(bits);
+  }
+
+  // Where a row is 16-byte aligned: `head` elements first, then `vectors`
+  // 16-byte vectors, then the tail up to len.
+  struct Body {
+    int head, vectors, end;  // end: the first element past the vectors
+  };
+  static SGTOPK_DEVICE Body body_of(const void* row, int len) {
+    const int misaligned = static_cast<int>((reinterpret_cast<u64>(row) & 15u) / sizeof(Elem));
+    const int head = min_of(len, (kPerVector - misaligned) % kPerVector);
+    const int vectors = (len - head) / kPerVector;
+    return Body{head, vectors, head + vectors * kPerVector};
+  }
+
+  // Element u of a 16-byte vector's words, u known at run time: selects,
+  // so that the words stay in registers.
+  static SGTOPK_DEVICE Elem element(const u32 (&words)[4], int u) {
+    const int w = u * static_cast<int>(sizeof(Elem)) / 4;
+    const u32 word = w == 0 ? words[0] : w == 1 ? words[1] : w == 2 ? words[2] : words[3];
+    return from_bits(sizeof(Elem) == 4 ? word : (word >> (16 * (u & 1))) & 0xffffu);  // little-endian halves
+  }
+
+  // Visits every element of the row in steps all threads take together (a
+  // visitor may use warp collectives): the head and the tail one element a
+  // thread, then the body in 16-byte loads, kPerVector elements a thread.
+  // visit(words, first, valid): element(words, u) is element first + u where
+  // bit u of valid is set.
+  template <typename Visit>
+  static SGTOPK_DEVICE void stream_row(const Elem* row, int len, Visit& visit) {
+    const Body body = body_of(row, len);
+    const int scalars = body.head + (len - body.end);
+    for (int base = 0; base < scalars; base += kThreads) {
+      const int n = base + static_cast<int>(threadIdx.x);
+      const int i = n < body.head ? n : body.end + (n - body.head);
+      const bool valid = n < scalars;
+      const u32 words[4] = {valid ? bits_of(row[i]) : 0u, 0u, 0u, 0u};
+      visit(words, i, valid ? 1u : 0u);
+    }
+    const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
+    for (int base = 0; base < body.vectors; base += kThreads) {
+      const int j = base + static_cast<int>(threadIdx.x);
+      uint4 v;
+      v.x = v.y = v.z = v.w = 0u;
+      if (j < body.vectors) v = __ldg(vectors + j);
+      const u32 words[4] = {v.x, v.y, v.z, v.w};
+      visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
+    }
+  }
+
+  // Writes `value` to every element of the row, in 16-byte stores.
+  static SGTOPK_DEVICE void fill_row(Elem* out, int len, Elem value) {
+    const Body body = body_of(out, len);
+    for (int i = threadIdx.x; i < body.head; i += kThreads) out[i] = value;
+    for (int i = body.end + static_cast<int>(threadIdx.x); i < len; i += kThreads) out[i] = value;
+    const u32 bits = bits_of(value), word = sizeof(Elem) == 4 ? bits : bits | (bits << 16);
+    uint4 v;
+    v.x = v.y = v.z = v.w = word;
+    uint4* vectors = reinterpret_cast<uint4*>(out + body.head);
+    for (int j = threadIdx.x; j < body.vectors; j += kThreads) vectors[j] = v;
+  }
+
+  // The sample: sample_count(len) elements at a fixed stride from element 0.
+  static SGTOPK_DEVICE int sample_count(int len) { return min_of(min_of(kSampleSize, kFilterCandidates), len); }
+  static SGTOPK_DEVICE int sample_index(int len, int n) { return n * (len / sample_count(len)); }
+
+  // The keys of `c` at or above `key`, counted by the whole block.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 count_at_or_above(const Source& c, u32 key) {
+    u32 n = 0;
+    for (int base = 0; base < c.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      n += static_cast<u32>(__syncthreads_count(i < c.len && c.key(i) >= key));
+    }
+    return n;
+  }
+
+  // The threshold tau the gather admits keys from; false where the sample
+  // predicts the candidates would not fit the buffer (the exact route then
+  // runs at once), or where kSampleSize is 0 (the exact route only). For top-k the sample rank of k is about k * n / len; for
+  // top-p alone, the sample keys whose mass (the sample's own softmax)
+  // reaches p. Either count goes up by kSampleSigmas standard deviations
+  // (and one), so that the row holds fewer keys above tau than the route
+  // needs only rarely; tau is the sample key of that rank. Speed only: the
+  // gather checks what the decisions need.
+  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau) {
+    if (kSampleSize == 0) return false;
+    if (row.len <= kFilterCandidates) {  // every key fits: no sample
+      *tau = 0u;
+      return true;
+    }
+    if (top_k_on && k > kFilterCandidates) return false;
+    const int n = sample_count(row.len);
+    if (threadIdx.x == 0) s.max_key = 0u;
+    __syncthreads();
+    u32 local_max = 0u;
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 key = row.key(sample_index(row.len, i));
+      s.candidate_key[i] = key;
+      local_max = max_of(local_max, key);
+    }
+    atomicMax(&s.max_key, local_max);
+    __syncthreads();
+    const Candidates sample{s.candidate_key, n};
+    double expected;  // sample keys at or above the boundary the route needs
+    if (top_k_on) {
+      expected = static_cast<double>(k) * n / row.len;
+    } else {
+      const float top = float_from_ordered_key(s.max_key);
+      const u64 total = survivors_mass(s, sample, top, 0u, 0xffffffffu);
+      expected = 1.0;
+      if (top_p > 0.0f && total != 0u) {
+        u64 mass_above = 0;
+        const u32 at = boundary(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
+        expected = count_at_or_above(sample, at);
+      }
+    }
+    const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
+    // The row's keys at or above the sample's rank-th: about rank * len / n, the spread sqrt(rank) * len / n.
+    const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
+    if (rank > n || predicted > kFilterCandidates) return false;
+    u64 above = 0;
+    *tau = boundary(s, sample, static_cast<u64>(rank), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
+    return true;
+  }
+
+  // The scaled key of an unscaled one (a logit's ordered_key).
+  static SGTOPK_DEVICE u32 scaled_key(const Row& row, u32 key) {
+    return row.scales ? ordered_key(float_from_ordered_key(key) / row.temperature) : key;
+  }
+
+  // The lowest unscaled key whose scaled key is at least `tau`, 0xffffffff
+  // when none: dividing by a temperature T > 0 (rounded correctly) is
+  // monotone, so the gather compares the logits' own keys and divides only
+  // the few it takes. A search over the keys (32 divisions a row).
+  static SGTOPK_DEVICE u32 unscaled_threshold(const Row& row, u32 tau) {
+    u32 low = 0u, high = ordered_key(__int_as_float(0x7f800000));  // +inf's key, the largest a logit has
+    if (!row.scales) return tau;
+    if (scaled_key(row, high) < tau) return 0xffffffffu;
+    while (low < high) {  // the answer lies in [low, high]
+      const u32 mid = low + (high - low) / 2u;
+      if (scaled_key(row, mid) >= tau) high = mid;
+      else low = mid + 1u;
+    }
+    return low;
+  }
+
+  // One pass: the row's largest key into s.max_key, and every key at or
+  // above tau with its index into the candidates (warp-aggregated appends),
+  // counted past the buffer's capacity. Returns the count. The pass keys the
+  // logits unscaled (no division per element); the candidates and the
+  // largest key are scaled after it.
+  static SGTOPK_DEVICE u32 gather(Shared& s, const Row& row, u32 tau) {
+    const u32 threshold = unscaled_threshold(row, tau);
+    if (threadIdx.x == 0) {
+      s.max_key = 0u;
+      s.candidates = 0u;
+    }
+    __syncthreads();
+    u32 local_max = 0u;
+    auto visit = [&](const u32(&words)[4], int first, u32 valid) {
+      u32 take = 0u;
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u) {
+        const u32 key = ordered_key(Logit::widen(element(words, u)));
+        if ((valid >> u) & 1u) {
+          local_max = max_of(local_max, key);
+          if (key >= threshold) take |= 1u << u;
+        }
+      }
+      if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;  // most steps: no warp appends
+      u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((take >> u) & 1u) {
+          if (slot < static_cast<u32>(kFilterCandidates)) {
+            s.candidate_key[slot] = ordered_key(Logit::widen(element(words, u)));
+            s.candidate_index[slot] = static_cast<u32>(first + u);
+          }
+          ++slot;
+        }
+    };
+    stream_row(row.logits, row.len, visit);
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
+    __syncthreads();
+    const u32 count = s.candidates;
+    if (row.scales) {
+      const int stored = static_cast<int>(min_of(count, static_cast<u32>(kFilterCandidates)));
+      for (int i = threadIdx.x; i < stored; i += kThreads) s.candidate_key[i] = scaled_key(row, s.candidate_key[i]);
+      __syncthreads();  // every thread has read the unscaled largest key
+      if (threadIdx.x == 0) s.max_key = scaled_key(row, s.max_key);
+    }
+    __syncthreads();
+    return count;
+  }
+
+  // One pass: the row's total mass relative to `top` (the same integers as
+  // top_p_alone's sum).
+  static SGTOPK_DEVICE u64 row_mass(Shared& s, const Row& row, float top) {
+    if (threadIdx.x == 0) s.total = 0u;
+    __syncthreads();
+    u64 local = 0;
+    auto visit = [&](const u32(&words)[4], int, u32 valid) {
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u)), top);
+    };
+    stream_row(row.logits, row.len, visit);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    const u64 total = s.total;
+    __syncthreads();
+    return total;
+  }
+
+  // The kept set's b and t from the `count` gathered candidates (keys at or
+  // above tau); false when they do not hold its boundary (fewer than k for
+  // top-k; for top-p alone, less mass than p's target). The same integers as
+  // the exact route: every key a decision counts is a candidate.
+  static SGTOPK_DEVICE bool decide(Shared& s, const Row& row, int k, bool top_k_on, float top_p, bool top_p_on, u32 count,
+                                   u32& b, u32& t) {
+    if (count == 0u || count > static_cast<u32>(kFilterCandidates)) return false;
+    const u32 max_key = s.max_key;
+    const Candidates c{s.candidate_key, static_cast<int>(count)};
+    if (top_k_on) {
+      if (count < static_cast<u32>(k)) return false;
+      u64 above = 0;
+      b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
+      t = static_cast<u32>(static_cast<u64>(k) - above);
+      if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
+      return true;
+    }
+    if (count == static_cast<u32>(row.len)) {  // every key: top-p over them as over the row
+      top_p_boundary(s, c, top_p, max_key, b, t);
+      return true;
+    }
+    const float top = float_from_ordered_key(max_key);
+    const u64 total = row_mass(s, row, top);
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return true;
+    }
+    const u64 target = mass_target(top_p, total);
+    if (survivors_mass(s, c, top, 0u, 0xffffffffu) < target) return false;  // the boundary lies below tau
+    u64 mass_above = 0;
+    b = boundary(s, c, target, true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
+    const u64 each = mass_of(float_from_ordered_key(b), top);
+    t = static_cast<u32>((target - mass_above + each - 1u) / each);
+    return true;
+  }
+
+  // Writes the row from the `count` candidates, which hold the kept set:
+  // the kept values' bits are read first (in place, before they are
+  // overwritten), then mask_value goes to every element, then the kept
+  // values back (one CTA's global writes, ordered by its barriers). Copies
+  // of b are kept up to the t-th by index, found by a count round over them.
+  static SGTOPK_DEVICE void write_kept(Shared& s, const Row& row, Elem* out, u32 b, u32 t, u32 count, Elem mask_value) {
+    const int n = static_cast<int>(count);
+    u32 copies = 0;
+    for (int base = 0; base < n; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      copies += static_cast<u32>(__syncthreads_count(i < n && s.candidate_key[i] == b));
+    }
+    u32 last = 0xffffffffu;  // the highest index of a kept copy of b
+    if (t < copies) {
+      u64 above = 0;
+      const TieCopies ties{s.candidate_key, s.candidate_index, b, n};
+      last = t == 0u ? 0u : ~boundary(s, ties, static_cast<u64>(t), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
+    }
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 key = s.candidate_key[i], index = s.candidate_index[i];
+      const bool kept = key > b || (key == b && t != 0u && index <= last);
+      if (kept) s.candidate_key[i] = bits_of(row.logits[index]);  // kept: its bits untouched
+      else s.candidate_index[i] = kNotKept;
+    }
+    __syncthreads();
+    fill_row(out, row.len, mask_value);
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 index = s.candidate_index[i];
+      if (index != kNotKept) out[index] = from_bits(s.candidate_key[i]);
+    }
+  }
+
+  static SGTOPK_DEVICE Elem* output_row(const FilterParams& p, int r) {
+    return static_cast<Elem*>(p.out) + static_cast<long long>(r) * p.pitch;
+  }
+
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
-    const long long live = live_row_count(p, static_cast<long long>(p.rows));
-    const Elem mask_value = Logit::narrow(p.mask_value);
-    for (long long r = blockIdx.x; r < live; r += gridDim.x) {
+    // Rows are ints (FilterParams::rows); the row's output pointer and mask
+    // value are recomputed where used: registers are short in a CTA of 1024.
+    const int live = static_cast<int>(live_row_count(p, static_cast<long long>(p.rows)));
+    for (int r = blockIdx.x; r < live; r += gridDim.x) {
       const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
       const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
-      Row row{static_cast<const Elem*>(p.logits) + r * p.pitch, p.width, temperature, !greedy && temperature != 1.0f};
-      Elem* out = static_cast<Elem*>(p.out) + r * p.pitch;
+      Row row{static_cast<const Elem*>(p.logits) + static_cast<long long>(r) * p.pitch, p.width, temperature,
+              !greedy && temperature != 1.0f};
       int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
       float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
       const bool top_k_on = k > 0 && k < row.len;
       const bool top_p_on = top_p < 1.0f;  // false for NaN
       if (!top_k_on && !top_p_on) {
+        Elem* out = output_row(p, r);
         for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
         continue;
       }
       u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
+      u32 tau = 0u;
+      if (propose(s, row, k, top_k_on, top_p, &tau)) {
+        const u32 count = gather(s, row, tau);
+        if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
+          SGTOPK_FILTER_ROUTE(kRouteSampled);
+          write_kept(s, row, output_row(p, r), b, t, s.candidates, Logit::narrow(p.mask_value));
+          __syncthreads();
+          continue;
+        }
+        SGTOPK_FILTER_ROUTE(kRouteFallback);
+        b = 0u;
+        t = 0xffffffffu;
+        __syncthreads();  // the attempt's reads of shared state are done
+      } else {
+        SGTOPK_FILTER_ROUTE(kRouteExact);
+      }
+      // The exact route.
       if (top_k_on) {
         // One pass: the largest key, and the first digit round (all keys).
         for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
@@ -422,7 +785,7 @@ struct FilterRowAgent {
         __syncthreads();
         top_p_alone(s, row, top_p, max_key, b, t);
       }
-      write_mask(s, row, out, b, t, mask_value);
+      write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
       __syncthreads();
     }
   }
