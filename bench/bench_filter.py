@@ -3,6 +3,7 @@
 
     python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
         [--rounds 7] [--no-torch] [--dtypes f32,bf16,f16]
+        [--policy-toml TEXT]
 
 Per shape: compile a filter plan (mask output, out of place: every entry of
 `out` written), run once and check each row's kept set against the
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--p", type=float, default=0.9)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
+    ap.add_argument("--policy-toml", default=None, help="policy TOML text every plan is compiled with")
     ap.add_argument("--dtypes", default="f32", help="logits' types, read natively: f32, bf16, f16 (comma list)")
     args = ap.parse_args()
     torch = bs.torch
@@ -103,7 +105,7 @@ def main():
         esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
         plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0,
-                           dtype=sgdtype)
+                           dtype=sgdtype, policy_toml=args.policy_toml)
         nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
         xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]
@@ -137,7 +139,7 @@ def main():
         torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
-           "read_bandwidth_GBps": bw, "runs": results}
+           "read_bandwidth_GBps": bw, "policy_toml": args.policy_toml, "runs": results}
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, f"filter-{date}-{commit}")
     with open(base + ".json", "w") as f:
