@@ -54,6 +54,9 @@ using namespace sgtopk;
 #ifndef SAMPLE_SIGMAS  // filter.sample_sigmas
 #define SAMPLE_SIGMAS 4
 #endif
+#ifndef LOADS_IN_FLIGHT  // filter.loads_in_flight
+#define LOADS_IN_FLIGHT 4
+#endif
 #ifndef MASK_VALUE
 #define MASK_VALUE (-std::numeric_limits<float>::infinity())
 #endif
@@ -63,6 +66,7 @@ struct Config {
   static constexpr int kDtype = DTYPE;
   static constexpr int kSampleSize = SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
+  static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
 };
 using Agent = FilterRowAgent<Config>;
 using Elem = Agent::Elem;

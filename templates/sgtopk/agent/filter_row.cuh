@@ -44,7 +44,9 @@
 // stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
 // the logits and of the output, pitch in elements), kSampleSize (0: the
-// exact route only) and kSampleSigmas (policy filter.sample_*). The
+// exact route only) and kSampleSigmas (policy filter.sample_*), and
+// kLoadsInFlight (filter.loads_in_flight: the 16-byte loads a thread issues
+// before it visits them in the sampled route's passes). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
@@ -123,9 +125,11 @@ struct FilterRowAgent {
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
   static constexpr int kSampleSize = Config::kSampleSize;
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
+  static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
+  static_assert(kLoadsInFlight >= 1 && kLoadsInFlight <= 8, "filter.loads_in_flight: 1..8");
   // A row's route: the sampled one decided it; the sampled one failed and
   // the exact one ran; the sample predicted a failure and the exact one ran.
   enum Route { kRouteSampled, kRouteFallback, kRouteExact };
@@ -446,14 +450,23 @@ struct FilterRowAgent {
       const u32 words[4] = {valid ? bits_of(row[i]) : 0u, 0u, 0u, 0u};
       visit(words, i, valid ? 1u : 0u);
     }
+    // kLoadsInFlight loads a thread issued before the first is visited (a
+    // step covers kLoadsInFlight * kThreads vectors; the last may be partial).
     const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
-    for (int base = 0; base < body.vectors; base += kThreads) {
-      const int j = base + static_cast<int>(threadIdx.x);
-      uint4 v;
-      v.x = v.y = v.z = v.w = 0u;
-      if (j < body.vectors) v = __ldg(vectors + j);
-      const u32 words[4] = {v.x, v.y, v.z, v.w};
-      visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
+    for (int base = 0; base < body.vectors; base += kLoadsInFlight * kThreads) {
+      uint4 v[kLoadsInFlight];
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) {
+        const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+        v[u].x = v[u].y = v[u].z = v[u].w = 0u;
+        if (j < body.vectors) v[u] = __ldg(vectors + j);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) {
+        const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+        const u32 words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+        visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
+      }
     }
   }
 
