@@ -229,6 +229,8 @@
     "values of a row the sampled route samples (held in the candidate buffer, hence at most its 8192); 0: the exact route only") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
+  X(INT, loads_in_flight, 4, (1, 8), \
+    "16-byte loads a thread keeps in flight in the sampled route's passes over the row (gather, row mass)") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \

@@ -42,12 +42,14 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
       p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
   // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
   // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
-  // route (agent/filter_row.cuh, propose()).
+  // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
+  // loads a thread keeps in flight in its passes (stream_row()).
   plan.config = KernelConfig()
                     .integer("kThreads", threads)
                     .integer("kDtype", static_cast<int>(p.dtype))
                     .integer("kSampleSize", policy.filter.sample_size)
-                    .integer("kSampleSigmas", policy.filter.sample_sigmas);
+                    .integer("kSampleSigmas", policy.filter.sample_sigmas)
+                    .integer("kLoadsInFlight", policy.filter.loads_in_flight);
   plan.workspace_bytes = 0;
 }
 

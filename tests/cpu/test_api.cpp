@@ -904,6 +904,7 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.constant("kDtype"), "0");
   EXPECT_EQ(plan.constant("kSampleSize"), "1024");
   EXPECT_EQ(plan.constant("kSampleSigmas"), "4");
+  EXPECT_EQ(plan.constant("kLoadsInFlight"), "4");
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
   EXPECT_TRUE(contains(plan.reason, "filter.block_threads 512")) << plan.reason;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -54,6 +55,9 @@ using namespace sgtopk;
 #ifndef SAMPLE_SIGMAS  // filter.sample_sigmas
 #define SAMPLE_SIGMAS 4
 #endif
+#ifndef LOADS_IN_FLIGHT  // filter.loads_in_flight
+#define LOADS_IN_FLIGHT 4
+#endif
 #ifndef MASK_VALUE
 #define MASK_VALUE (-std::numeric_limits<float>::infinity())
 #endif
@@ -63,6 +67,7 @@ struct Config {
   static constexpr int kDtype = DTYPE;
   static constexpr int kSampleSize = SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
+  static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
 };
 using Agent = FilterRowAgent<Config>;
 using Elem = Agent::Elem;
@@ -161,10 +166,35 @@ bool same_bits(Elem a, Elem b) { return std::memcmp(&a, &b, sizeof(Elem)) == 0; 
 
 }  // namespace
 
+// The template's temperature scaling (x times 1 / T in double) against
+// IEEE float division: random bit patterns of x over temperatures from the
+// smallest subnormal to the largest float; the bad count.
+long check_divide(std::mt19937_64& rng) {
+  std::vector<float> ts = {0.7f, 1.9f, 3.0f, 0.1f, 1e-45f, 1e-40f, 1.17549435e-38f, 1e-30f, 1e30f, 3.4028235e38f};
+  for (int i = 0; i < 20; ++i) {
+    const float t = std::bit_cast<float>(static_cast<uint32_t>(rng()) & 0x7fffffffu);
+    if (t > 0.0f && t < kInf) ts.push_back(t);
+  }
+  long bad = 0;
+  for (const float t : ts) {
+    const double inverse = 1.0 / static_cast<double>(t);
+    for (int i = 0; i < 20000; ++i) {
+      const float x = std::bit_cast<float>(static_cast<uint32_t>(rng())), want = x / t, got = Agent::divide(x, inverse);
+      if (std::bit_cast<uint32_t>(want) != std::bit_cast<uint32_t>(got) && !(std::isnan(want) && std::isnan(got))) ++bad;
+    }
+  }
+  return bad;
+}
+
 int main(int argc, char** argv) {
   const int rows = argc > 1 ? std::atoi(argv[1]) : 60;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1;
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 7);
+  std::mt19937_64 divide_rng(seed);  // its own: the rows stay those of the seed
+  if (const long bad = check_divide(divide_rng); bad != 0) {
+    std::printf("BAD: the temperature scaling differs from float division %ld times\n", bad);
+    return 1;
+  }
   const int vocab = VOCAB;
   const long long pitch = vocab + 5;
   const auto families = sgtopk::rows::all_row_families();

@@ -4,7 +4,8 @@
 // shape: every key above a boundary key B, and the first t copies of B in
 // index order.
 //
-//   keys    ordered_key(x / T) (T applied by IEEE division; a temperature
+//   keys    ordered_key(x / T) (T applied as IEEE float division rounds it,
+//           computed as x * (1 / T in double), see divide(); a temperature
 //           that does not scale means greedy: top-1)
 //   top-k   B_k, t_k: the k-th key of the order, three digit rounds of counts
 //   top-p   over the survivors, mass m(x) = expf(x - M) (M the largest
@@ -44,7 +45,9 @@
 // stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
 // the logits and of the output, pitch in elements), kSampleSize (0: the
-// exact route only) and kSampleSigmas (policy filter.sample_*). The
+// exact route only) and kSampleSigmas (policy filter.sample_*), and
+// kLoadsInFlight (filter.loads_in_flight: the 16-byte loads a thread issues
+// before it visits them in the sampled route's passes). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
@@ -123,9 +126,11 @@ struct FilterRowAgent {
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
   static constexpr int kSampleSize = Config::kSampleSize;
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
+  static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
+  static_assert(kLoadsInFlight >= 1 && kLoadsInFlight <= 8, "filter.loads_in_flight: 1..8");
   // A row's route: the sampled one decided it; the sampled one failed and
   // the exact one ran; the sample predicted a failure and the exact one ran.
   enum Route { kRouteSampled, kRouteFallback, kRouteExact };
@@ -140,15 +145,29 @@ struct FilterRowAgent {
     u64 above;
   };
 
+  // x / T rounded to float exactly as IEEE float division rounds it, for
+  // inverse = 1 / T rounded to double (T > 0 finite), with no division: the
+  // product in double is within 2^-52 (relative) of x / T, while x / T lies
+  // at least 2^-49 from every rounding boundary of float. A midpoint m =
+  // M 2^c (M odd, of 25 bits) is no x / T, since x = m T would give x an
+  // odd factor of 25 bits or more; so x - m T, a multiple of 2^c ulp(T), is
+  // at least 2^c ulp(T) > m T 2^-49 (subnormal quotients: coarser
+  // boundaries). Both round alike; the doubles neither overflow nor
+  // underflow; NaN stays NaN. The float division's slow path, inlined into
+  // every pass, cost registers: a CTA of 1024 spilled.
+  static SGTOPK_DEVICE float divide(float x, double inverse) {
+    return static_cast<float>(static_cast<double>(x) * inverse);
+  }
+
   struct Row {
     const Elem* logits;
     int len;
-    float temperature;
+    double inverse;  // 1 / T in double (correctly rounded): divide()'s factor
     bool scales;
     // Widened exactly, then scaled in float as fp32 logits are.
     SGTOPK_DEVICE float scale(Elem e) const {
       const float x = Logit::widen(e);
-      return scales ? x / temperature : x;
+      return scales ? divide(x, inverse) : x;
     }
     SGTOPK_DEVICE float scaled(int i) const { return scale(logits[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
@@ -446,14 +465,23 @@ struct FilterRowAgent {
       const u32 words[4] = {valid ? bits_of(row[i]) : 0u, 0u, 0u, 0u};
       visit(words, i, valid ? 1u : 0u);
     }
+    // kLoadsInFlight loads a thread issued before the first is visited (a
+    // step covers kLoadsInFlight * kThreads vectors; the last may be partial).
     const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
-    for (int base = 0; base < body.vectors; base += kThreads) {
-      const int j = base + static_cast<int>(threadIdx.x);
-      uint4 v;
-      v.x = v.y = v.z = v.w = 0u;
-      if (j < body.vectors) v = __ldg(vectors + j);
-      const u32 words[4] = {v.x, v.y, v.z, v.w};
-      visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
+    for (int base = 0; base < body.vectors; base += kLoadsInFlight * kThreads) {
+      uint4 v[kLoadsInFlight];
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) {
+        const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+        v[u].x = v[u].y = v[u].z = v[u].w = 0u;
+        if (j < body.vectors) v[u] = __ldg(vectors + j);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) {
+        const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
+        const u32 words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+        visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
+      }
     }
   }
 
@@ -535,13 +563,13 @@ struct FilterRowAgent {
 
   // The scaled key of an unscaled one (a logit's ordered_key).
   static SGTOPK_DEVICE u32 scaled_key(const Row& row, u32 key) {
-    return row.scales ? ordered_key(float_from_ordered_key(key) / row.temperature) : key;
+    return row.scales ? ordered_key(divide(float_from_ordered_key(key), row.inverse)) : key;
   }
 
   // The lowest unscaled key whose scaled key is at least `tau`, 0xffffffff
   // when none: dividing by a temperature T > 0 (rounded correctly) is
   // monotone, so the gather compares the logits' own keys and divides only
-  // the few it takes. A search over the keys (32 divisions a row).
+  // the few it takes. A search over the keys (32 scalings a row).
   static SGTOPK_DEVICE u32 unscaled_threshold(const Row& row, u32 tau) {
     u32 low = 0u, high = ordered_key(__int_as_float(0x7f800000));  // +inf's key, the largest a logit has
     if (!row.scales) return tau;
@@ -706,8 +734,8 @@ struct FilterRowAgent {
     for (int r = blockIdx.x; r < live; r += gridDim.x) {
       const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
       const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
-      Row row{static_cast<const Elem*>(p.logits) + static_cast<long long>(r) * p.pitch, p.width, temperature,
-              !greedy && temperature != 1.0f};
+      Row row{static_cast<const Elem*>(p.logits) + static_cast<long long>(r) * p.pitch, p.width,
+              1.0 / static_cast<double>(temperature), !greedy && temperature != 1.0f};
       int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
       float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
       const bool top_k_on = k > 0 && k < row.len;
