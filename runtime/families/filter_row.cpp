@@ -42,12 +42,16 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
       p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
   // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
   // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
-  // route (agent/filter_row.cuh, propose()).
+  // route (agent/filter_row.cuh, propose()); kOutputs: abi.h's kFilterOut* of
+  // the problem's flags.
   plan.config = KernelConfig()
                     .integer("kThreads", threads)
                     .integer("kDtype", static_cast<int>(p.dtype))
                     .integer("kSampleSize", policy.filter.sample_size)
-                    .integer("kSampleSigmas", policy.filter.sample_sigmas);
+                    .integer("kSampleSigmas", policy.filter.sample_sigmas)
+                    .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
+                                             (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
+                                             (p.filter_sample ? sgtopk::kFilterOutSample : 0));
   plan.workspace_bytes = 0;
 }
 

@@ -37,6 +37,10 @@ struct SelectParams {
 // sgtopk_dtype, SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16 (bf16 and fp16 as their
 // raw 16-bit patterns; static_asserted against sgtopk.h in runtime/launch.cpp).
 constexpr int kFilterF32 = 0, kFilterBf16 = 1, kFilterF16 = 2;
+// The outputs a plan may write (its Config's kOutputs, a sum of these): a
+// kernel compiled without the candidate and sample outputs holds none of
+// their code (the mask's registers and speed stay as they were).
+constexpr int kFilterOutMask = 1, kFilterOutCandidates = 2, kFilterOutSample = 4;
 // The outputs are chosen by their pointers (null: not written): the mask
 // (out), the candidates (candidate_indices and candidate_counts, with
 // candidate_logits and candidate_probs optional), the sampled token

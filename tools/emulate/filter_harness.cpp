@@ -71,6 +71,7 @@ struct Config {
   static constexpr int kDtype = DTYPE;
   static constexpr int kSampleSize = SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
+  static constexpr int kOutputs = kFilterOutMask | kFilterOutCandidates | kFilterOutSample;  // the pointers choose
 };
 using Agent = FilterRowAgent<Config>;
 using Elem = Agent::Elem;

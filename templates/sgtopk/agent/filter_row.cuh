@@ -44,7 +44,9 @@
 // stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
 // the logits and of the output, pitch in elements), kSampleSize (0: the
-// exact route only) and kSampleSigmas (policy filter.sample_*). The
+// exact route only), kSampleSigmas (policy filter.sample_*) and kOutputs
+// (abi.h's kFilterOut*: without the candidate and sample outputs their code
+// is not compiled in; which outputs a launch writes, its pointers say). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
@@ -124,6 +126,8 @@ struct FilterRowAgent {
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
   static constexpr int kSampleSize = Config::kSampleSize;
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
+  // The candidate or sample output compiled in (abi.h's kFilterOut*).
+  static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
@@ -714,13 +718,17 @@ struct FilterRowAgent {
   // The kept count of (b, t) over `src`, which holds every kept key (t ==
   // 0xffffffff: every key of src).
   template <typename Source>
-  static SGTOPK_DEVICE u32 kept_count(const Source& src, u32 b, u32 t) {
+  static SGTOPK_DEVICE u32 kept_count(Shared& s, const Source& src, u32 b, u32 t) {
     if (t == 0xffffffffu) return static_cast<u32>(src.len);
-    u32 n = 0;
-    for (int base = 0; base < src.len; base += kThreads) {
-      const int i = base + static_cast<int>(threadIdx.x);
-      n += static_cast<u32>(__syncthreads_count(i < src.len && src.key(i) > b));
-    }
+    __syncthreads();  // earlier readers of s.total are done
+    if (threadIdx.x == 0) s.total = 0u;
+    __syncthreads();
+    u32 local = 0;
+    for (int i = threadIdx.x; i < src.len; i += kThreads) local += src.key(i) > b ? 1u : 0u;
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    const u32 n = static_cast<u32>(s.total);
+    __syncthreads();
     return n + t;
   }
 
@@ -854,7 +862,7 @@ struct FilterRowAgent {
       if (threadIdx.x == 0) p.sampled_tokens[r] = static_cast<int>(token);
     }
     if (p.candidate_indices) {
-      const u32 count = kept_count(c, b, t);
+      const u32 count = kept_count(s, c, b, t);
       sort_candidates(s, n);
       write_candidates(s, p, r, row, min_of(count, static_cast<u32>(p.candidate_capacity)), count, top, z);
     }
@@ -868,7 +876,7 @@ struct FilterRowAgent {
   // `capacity` of the order (a count boundary, fewer than the kept) are gathered.
   static SGTOPK_DEVICE void outputs_from_row(Shared& s, const FilterParams& p, int r, const Row& row, u32 max_key, u32 b,
                                              u32 t) {
-    const u32 count = kept_count(row, b, t);
+    const u32 count = kept_count(s, row, b, t);
     if (count <= static_cast<u32>(kFilterCandidates)) {
       const u32 n = gather_kept(s, row, b, t);
       outputs_from_buffer(s, p, r, row, max_key, b, t, n);
@@ -912,7 +920,7 @@ struct FilterRowAgent {
       const bool top_p_on = top_p < 1.0f;  // false for NaN
       // The outputs asked for (block-uniform): the mask, and the candidates or the sample.
       const bool mask = p.out != nullptr;
-      const bool more = p.candidate_indices != nullptr || p.sampled_tokens != nullptr;
+      const bool more = kMoreOutputs && (p.candidate_indices != nullptr || p.sampled_tokens != nullptr);
       if (!top_k_on && !top_p_on) {  // every token is kept
         if (mask) {
           Elem* out = output_row(p, r);
