@@ -177,7 +177,7 @@ struct FilterRowAgent {
   // element (0): a count round over them finds the j-th copy's index.
   template <typename Source>
   struct CopiesOf {
-    const Source& src;
+    Source src;  // a copy (a few words): no address taken, no local memory
     u32 b;
     int len;
     SGTOPK_DEVICE float scaled(int) const { return 0.0f; }  // counted, never weighed
