@@ -947,8 +947,9 @@ struct OutputSet {
 
 // Every live row's candidates against the reference: a count the contract
 // accepts, the first min(count, capacity) indices in order, their scaled
-// logits (bits), their probabilities (1e-5 relative: the device's expf may
-// differ from the host's in the last place), poison past them; the sampled
+// logits (bits), their probabilities (1e-5 relative and two mass units: the
+// device's expf may differ from the host's in the last place, and a mass
+// rounds to whole units of 2^-40), poison past them; the sampled
 // token a kept one of positive mass (the first kept token where the kept
 // set has none). Returns the kept count of each row through `counts_out`.
 std::string check_outputs(const FilterSet& s, const OutputSet& o, std::vector<int64_t>* counts_out = nullptr,
@@ -983,7 +984,8 @@ std::string check_outputs(const FilterSet& s, const OutputSet& o, std::vector<in
         e = "slot " + std::to_string(i) + ": index " + std::to_string(indices[at]) + ", expected " + std::to_string(kept[j]);
       } else if (!same_bits(logits[at], want.logits[j])) {
         e = "slot " + std::to_string(i) + ": logit " + std::to_string(logits[at]) + ", expected " + std::to_string(want.logits[j]);
-      } else if (!(std::fabs(static_cast<double>(probs[at]) - want.probabilities[j]) <= 1e-5 * want.probabilities[j] + 1e-30)) {
+      } else if (!(std::fabs(static_cast<double>(probs[at]) - want.probabilities[j]) <=
+                   1e-5 * want.probabilities[j] + 2.0 / std::max(1.0, static_cast<double>(want.total)))) {
         e = "slot " + std::to_string(i) + ": probability " + std::to_string(probs[at]) + ", expected " +
             std::to_string(want.probabilities[j]);
       }
