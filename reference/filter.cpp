@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "reference/select.h"
+#include "templates/sgtopk/util/philox.h"
 
 namespace sgtopk::reference {
 
@@ -141,6 +142,46 @@ FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int 
 
 std::vector<int32_t> filter_row(const float* logits, int64_t vocab, int k, float p, float temperature) {
   return filter_row_reference(logits, vocab, k, p, temperature).kept();
+}
+
+uint64_t filter_mass_units(float x, float top) {
+  // The kernels' mass_of (templates/sgtopk/agent/filter_row.cuh), line for line.
+  if (top == kInf) return x == top ? uint64_t{1} << 40 : 0u;
+  if (!(x - x == 0.0f)) return 0u;  // -inf, NaN
+  const float m = std::exp(x - top);  // float expf
+  return static_cast<uint64_t>(static_cast<double>(m) * static_cast<double>(uint64_t{1} << 40) + 0.5);
+}
+
+FilterKeptOutputs filter_kept_outputs(const float* logits, int64_t vocab, float temperature,
+                                      const std::vector<int32_t>& kept, uint64_t seed, uint64_t stream) {
+  FilterKeptOutputs out;
+  if (kept.empty()) return out;
+  // Greedy rows order the logits as they are (filter_row_reference).
+  const std::vector<float> row = scaled_row(logits, vocab, temperature_scales(temperature) ? temperature : 1.0f);
+  float top = row[static_cast<size_t>(kept[0])];
+  if (top == 0.0f) top = 0.0f;  // -0: the kernels' largest key gives +0 back (the same mass either way)
+  for (int32_t i : kept) {
+    const float x = row[static_cast<size_t>(i)];
+    out.logits.push_back(x);
+    out.mass.push_back(filter_mass_units(x, top));
+    out.total += out.mass.back();
+  }
+  for (uint64_t m : out.mass)
+    out.probabilities.push_back(out.total == 0u ? 0.0f
+                                                : static_cast<float>(static_cast<double>(m) / static_cast<double>(out.total)));
+  out.sampled = kept[0];
+  if (out.total != 0u) {
+    const uint64_t draw = sgtopk::philox::sample_draw(seed, stream, out.total);
+    uint64_t cumulative = 0;
+    for (size_t j = 0; j < kept.size(); ++j) {
+      cumulative += out.mass[j];
+      if (cumulative > draw) {
+        out.sampled = kept[j];
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vector<int32_t>& kept, float mask_value) {

@@ -102,6 +102,33 @@ std::vector<float> masked_row(const float* logits, int64_t vocab, const std::vec
 //  - candidates: `count` indices, in filter order, equal to order[0, count).
 //  - mask: the row equals masked_row(..., order[0, c), mask_value) bitwise
 //    for some acceptable c.
+// ---- the candidate and sample outputs (SGTOPK_FILTER_CANDIDATES,
+// SGTOPK_FILTER_SAMPLE) over a kept set, kept = order[0, count) for a count
+// the contract accepts. They use the kernels' own mass, so that the host
+// emulator compares them exactly: a scaled logit x weighs
+// filter_mass_units(x, top), expf(x - top) in float rounded to units of
+// 2^-40 (top the first kept token's scaled logit; with top = +inf each +inf
+// weighs one unit and all else 0; -inf and NaN weigh 0). Z is the kept
+// set's sum, each probability m / Z in double rounded to float (0 when Z is
+// 0). The sampled token is the first kept token whose cumulative mass
+// exceeds floor(u * Z), u = philox's draw from (seed, stream) (the kept
+// set's first token when Z is 0). On the GPU expf may differ from the host's
+// in the last place: compare probabilities there with a tolerance, tokens by
+// membership and distribution.
+uint64_t filter_mass_units(float x, float top);
+
+struct FilterKeptOutputs {
+  std::vector<float> logits;         // per kept token: its logit / T (as it is for a greedy T)
+  std::vector<uint64_t> mass;        // per kept token: filter_mass_units
+  std::vector<float> probabilities;  // per kept token: mass / Z
+  uint64_t total = 0;                // Z
+  int32_t sampled = -1;              // the sampled token's index (-1: empty kept set)
+};
+// `logits` and `temperature` as for filter_row_reference; `kept` in filter
+// order. stream: the row's index where one seed serves the batch, else 0.
+FilterKeptOutputs filter_kept_outputs(const float* logits, int64_t vocab, float temperature,
+                                      const std::vector<int32_t>& kept, uint64_t seed, uint64_t stream);
+
 std::string check_filter_candidates(const float* logits, int64_t vocab, int k, float p, const int32_t* indices,
                                     int64_t count, float temperature = 1.0f);
 std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p, const float* masked,

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "runtime/driver.h"
@@ -95,41 +96,88 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
 static_assert(SGTOPK_F32 == sgtopk::kFilterF32 && SGTOPK_BF16 == sgtopk::kFilterBf16 && SGTOPK_F16 == sgtopk::kFilterF16,
               "the filter's kDtype is sgtopk_dtype's value");
 
+static_assert(kFilterCandidateCapacity == sgtopk::kFilterCandidates,
+              "the candidate capacity is the kernel's shared candidate buffer");
+
 DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args) {
   if (args == nullptr) invalid_argument("args is NULL");
-  if (args->struct_size < sizeof(sgtopk_filter_args))
+  // Callers built before the candidate and sample outputs pass the shorter struct.
+  constexpr size_t kFirstSize = offsetof(sgtopk_filter_args, candidate_indices);
+  if (args->struct_size < kFirstSize)
     invalid_argument("args.struct_size is " + std::to_string(args->struct_size) + ", expected " +
-                     std::to_string(sizeof(sgtopk_filter_args)) + ": initialize it with SGTOPK_FILTER_ARGS_INIT");
-  if (args->logits == 0) invalid_argument("args.logits is 0: the logits matrix is required");
-  if (args->out == 0) invalid_argument("args.out is 0: the output matrix is required (args.logits to filter in place)");
+                     std::to_string(sizeof(sgtopk_filter_args)) + " (or " + std::to_string(kFirstSize) +
+                     " from before candidate_indices): initialize it with SGTOPK_FILTER_ARGS_INIT");
+  const bool has_outputs = args->struct_size >= sizeof(sgtopk_filter_args);
+  sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;  // the fields a shorter struct lacks stay 0
+  std::memcpy(&a, args, has_outputs ? sizeof a : kFirstSize);
+  a.struct_size = sizeof a;
   const Problem& p = plan.problem;
+  if (a.logits == 0) invalid_argument("args.logits is 0: the logits matrix is required");
+  if (p.filter_mask && a.out == 0)
+    invalid_argument("args.out is 0: the output matrix is required (args.logits to filter in place)");
+  if (!p.filter_mask && a.out != 0)
+    invalid_argument("args.out is set but the plan was compiled without SGTOPK_FILTER_MASK (the logits are only read)");
   const uint64_t elem = static_cast<uint64_t>(dtype_bytes(p.dtype));
-  check_aligned("logits", args->logits, elem);     // dtype[rows][pitch]
-  check_aligned("out", args->out, elem);           // dtype[rows][pitch]
-  check_aligned("top_k", args->top_k, 4);          // int32[rows]
-  check_aligned("top_p", args->top_p, 4);          // float[rows]
-  check_aligned("temperature", args->temperature, 4);  // float[rows]
-  check_aligned("live_rows", args->live_rows, 4);  // int32 scalar
+  check_aligned("logits", a.logits, elem);     // dtype[rows][pitch]
+  check_aligned("out", a.out, elem);           // dtype[rows][pitch]
+  check_aligned("top_k", a.top_k, 4);          // int32[rows]
+  check_aligned("top_p", a.top_p, 4);          // float[rows]
+  check_aligned("temperature", a.temperature, 4);  // float[rows]
+  check_aligned("live_rows", a.live_rows, 4);  // int32 scalar
   // The kernel reads a token and writes it in the same thread, so the very
   // same matrix is safe; any other overlap would read masked values back.
   const uint64_t extent = static_cast<uint64_t>((p.rows - 1) * p.pitch + p.width) * elem;
-  if (args->out != args->logits && args->out < args->logits + extent && args->logits < args->out + extent)
+  if (a.out != 0 && a.out != a.logits && a.out < a.logits + extent && a.logits < a.out + extent)
     invalid_argument("args.out overlaps args.logits without being equal: filter in place (out = logits) or into a "
                      "separate matrix");
+  // The candidate output: indices and counts required, logits and probs optional.
+  struct Output {
+    const char* name;
+    uint64_t address;
+    bool optional;
+  };
+  const Output candidate_outputs[] = {{"candidate_indices", a.candidate_indices, false},
+                                      {"candidate_logits", a.candidate_logits, true},
+                                      {"candidate_probs", a.candidate_probs, true},
+                                      {"candidate_counts", a.candidate_counts, false}};
+  for (const Output& o : candidate_outputs) {
+    if (p.filter_candidates && !o.optional && o.address == 0)
+      invalid_argument(std::string("args.") + o.name + " is 0 but the plan was compiled with SGTOPK_FILTER_CANDIDATES");
+    if (!p.filter_candidates && o.address != 0)
+      invalid_argument(std::string("args.") + o.name + " is set but the plan was compiled without SGTOPK_FILTER_CANDIDATES");
+    check_aligned(o.name, o.address, 4);  // int32 / float [rows][out_pitch], counts int32[rows]
+  }
+  if (p.filter_sample && a.sampled_tokens == 0)
+    invalid_argument("args.sampled_tokens is 0 but the plan was compiled with SGTOPK_FILTER_SAMPLE");
+  if (!p.filter_sample && a.sampled_tokens != 0)
+    invalid_argument("args.sampled_tokens is set but the plan was compiled without SGTOPK_FILTER_SAMPLE");
+  if (!p.filter_sample && a.seeds != 0)
+    invalid_argument("args.seeds is set but the plan was compiled without SGTOPK_FILTER_SAMPLE");
+  check_aligned("sampled_tokens", a.sampled_tokens, 4);  // int32[rows]
+  check_aligned("seeds", a.seeds, 8);                    // uint64[rows]
   DeviceFilterParams params{};
-  params.logits = reinterpret_cast<const void*>(args->logits);
-  params.out = reinterpret_cast<void*>(args->out);
+  params.logits = reinterpret_cast<const void*>(a.logits);
+  params.out = reinterpret_cast<void*>(a.out);
   params.pitch = static_cast<long long>(p.pitch);
   params.rows = static_cast<int>(p.rows);    // validate_problem: below 2^31
   params.width = static_cast<int>(p.width);  // at most 2^23
-  params.top_k = reinterpret_cast<const int*>(args->top_k);
-  params.top_p = reinterpret_cast<const float*>(args->top_p);
-  params.temperature = reinterpret_cast<const float*>(args->temperature);
-  params.live_rows = reinterpret_cast<const int*>(args->live_rows);
-  params.top_k_value = args->top_k_value;
-  params.top_p_value = args->top_p_value;
-  params.temperature_value = args->temperature_value;
-  params.mask_value = args->mask_value;
+  params.top_k = reinterpret_cast<const int*>(a.top_k);
+  params.top_p = reinterpret_cast<const float*>(a.top_p);
+  params.temperature = reinterpret_cast<const float*>(a.temperature);
+  params.live_rows = reinterpret_cast<const int*>(a.live_rows);
+  params.top_k_value = a.top_k_value;
+  params.top_p_value = a.top_p_value;
+  params.temperature_value = a.temperature_value;
+  params.mask_value = a.mask_value;
+  params.candidate_indices = reinterpret_cast<int*>(a.candidate_indices);
+  params.candidate_logits = reinterpret_cast<float*>(a.candidate_logits);
+  params.candidate_probs = reinterpret_cast<float*>(a.candidate_probs);
+  params.candidate_counts = reinterpret_cast<int*>(a.candidate_counts);
+  params.candidate_pitch = static_cast<long long>(p.out_pitch);
+  params.candidate_capacity = p.k;
+  params.sampled_tokens = reinterpret_cast<int*>(a.sampled_tokens);
+  params.seeds = reinterpret_cast<const unsigned long long*>(a.seeds);
+  params.seed_value = a.seed_value;
   return params;
 }
 

@@ -32,16 +32,13 @@ void check_matrix_size(int64_t rows, int64_t pitch, const char* what) {
                      what + " matrix must hold at most 2^46 elements");
 }
 
-// The filter's problem: the caller's errors first, then what this version
-// cannot serve yet (the candidate output), so a request
-// that is both wrong and unsupported hears that it is wrong.
+// The filter's problem. K and out_pitch describe the candidate output
+// (SGTOPK_FILTER_CANDIDATES): its capacity per row and the row stride of its
+// arrays; without it both stay 0.
 Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, int64_t page_table_pitch) {
   if (dtype != SGTOPK_F32 && dtype != SGTOPK_BF16 && dtype != SGTOPK_F16)
     invalid_argument("dtype=" + std::to_string(dtype) + " is invalid: the filter takes SGTOPK_F32, SGTOPK_BF16 or "
                      "SGTOPK_F16");
-  if (p.k < 0)
-    invalid_argument("K=" + std::to_string(p.k) + " is invalid: the filter's K is the capacity of its candidate "
-                     "output, 0 for the mask output");
   if (p.rows < 1 || p.rows >= kMaxRows)
     invalid_argument("rows=" + std::to_string(p.rows) + " is invalid: the filter's batch capacity must be in 1.." +
                      std::to_string(kMaxRows - 1));
@@ -51,32 +48,50 @@ Problem validate_filter(const sgtopk_problem& p, int dtype, int32_t page_size, i
   const int64_t pitch = p.pitch == 0 ? p.width : p.pitch;
   if (pitch < p.width) invalid_argument("pitch " + std::to_string(pitch) + " is smaller than width " + std::to_string(p.width));
   check_matrix_size(p.rows, pitch, "logits");
-  if (p.out_pitch != 0)
-    invalid_argument("out_pitch=" + std::to_string(p.out_pitch) + " is set for the filter, whose output rows share the "
-                     "logits' pitch: leave it 0");
   if (page_size != 0 || page_table_pitch != 0)
     invalid_argument("page_size=" + std::to_string(page_size) + " and page_table_pitch=" + std::to_string(page_table_pitch) +
                      " are set for the filter, which has no index output: leave them 0");
   const uint32_t select_flags = SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS |
                                 SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE;
+  const uint32_t filter_flags = SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE;
   if (p.flags & select_flags)
     invalid_argument("flags 0x" + hex_text(p.flags & select_flags) + " are select flags: the filter takes "
-                     "SGTOPK_FILTER_MASK (or 0, the same)");
-  if (p.flags & ~SGTOPK_FILTER_MASK)
-    invalid_argument("flags 0x" + hex_text(p.flags & ~SGTOPK_FILTER_MASK) + " are not sgtopk flags (the filter "
-                     "knows SGTOPK_FILTER_MASK)");
-  if (p.k > 0)
-    fail(SGTOPK_ERROR_UNSUPPORTED, "K=" + std::to_string(p.k) + ": the filter's candidate output (K is its capacity) "
-                                   "is not yet available: set K=0 for the mask output");
+                     "SGTOPK_FILTER_MASK, SGTOPK_FILTER_CANDIDATES and SGTOPK_FILTER_SAMPLE (0: the mask)");
+  if (p.flags & ~filter_flags)
+    invalid_argument("flags 0x" + hex_text(p.flags & ~filter_flags) + " are not sgtopk flags (the filter "
+                     "knows SGTOPK_FILTER_MASK, SGTOPK_FILTER_CANDIDATES and SGTOPK_FILTER_SAMPLE)");
+  const bool candidates = (p.flags & SGTOPK_FILTER_CANDIDATES) != 0;
+  int64_t out_pitch = 0;
+  if (candidates) {
+    if (p.k < 1 || p.k > kFilterCandidateCapacity)
+      invalid_argument("K=" + std::to_string(p.k) + " is invalid: with SGTOPK_FILTER_CANDIDATES, K is the candidate "
+                       "capacity of a row and must be in 1.." + std::to_string(kFilterCandidateCapacity));
+    out_pitch = p.out_pitch == 0 ? p.k : p.out_pitch;
+    if (out_pitch < p.k)
+      invalid_argument("out_pitch " + std::to_string(out_pitch) + " is smaller than K=" + std::to_string(p.k) +
+                       " (the candidate capacity)");
+    if (out_pitch > kMaxElements / p.rows)
+      invalid_argument("rows x out_pitch (" + std::to_string(p.rows) + " x " + std::to_string(out_pitch) +
+                       ") is too large: the candidate matrices must hold at most 2^46 elements");
+  } else {
+    if (p.k != 0)
+      invalid_argument("K=" + std::to_string(p.k) + " is invalid without SGTOPK_FILTER_CANDIDATES: the filter's K is "
+                       "the capacity of its candidate output, 0 otherwise");
+    if (p.out_pitch != 0)
+      invalid_argument("out_pitch=" + std::to_string(p.out_pitch) + " is set without SGTOPK_FILTER_CANDIDATES (it is "
+                       "the candidate arrays' row stride; the masked rows share the logits' pitch): leave it 0");
+  }
 
   Problem out;
   out.op = SGTOPK_OP_FILTER;
-  out.k = 0;
+  out.k = candidates ? p.k : 0;
   out.rows = p.rows;
   out.width = p.width;
   out.pitch = pitch;
-  out.out_pitch = 0;
-  out.filter_mask = true;  // the one output so far, asked for or not
+  out.out_pitch = out_pitch;
+  out.filter_mask = (p.flags & filter_flags) == 0 || (p.flags & SGTOPK_FILTER_MASK) != 0;  // 0: the mask alone
+  out.filter_candidates = candidates;
+  out.filter_sample = (p.flags & SGTOPK_FILTER_SAMPLE) != 0;
   out.dtype = static_cast<sgtopk_dtype>(dtype);
   return out;
 }
@@ -168,6 +183,8 @@ std::string to_string(const Problem& p) {
     s << "filter rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch
       << " dtype=" << (p.dtype == SGTOPK_BF16 ? "bf16" : p.dtype == SGTOPK_F16 ? "f16" : "f32")
       << (p.filter_mask ? " +mask" : "");
+    if (p.filter_candidates) s << " +candidates(K=" << p.k << " out_pitch=" << p.out_pitch << ")";
+    if (p.filter_sample) s << " +sample";
     return s.str();
   }
   s << "select K=" << p.k << " rows=" << p.rows << " width=" << p.width << " pitch=" << p.pitch

@@ -17,10 +17,14 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 46;
 // The filter's vocabulary: its row template sums a row's mass in 64 bits
 // (templates/sgtopk/agent/filter_row.cuh), each token at most 2^40 units.
 inline constexpr int64_t kMaxFilterWidth = int64_t{1} << 23;
+// The filter's candidate capacity per row: at most its shared candidate
+// buffer (abi.h's kFilterCandidates, static_asserted in runtime/launch.cpp),
+// which sorts the candidates written.
+inline constexpr int kFilterCandidateCapacity = 8192;
 
 struct Problem {
   sgtopk_operator op = SGTOPK_OP_SELECT;
-  int k = 0;                  // select: the rank; filter: 0 (the mask output only)
+  int k = 0;                  // select: the rank; filter: the candidate capacity (0 without candidates)
   int64_t rows = 0;
   int64_t width = 0;
   int64_t pitch = 0;
@@ -35,6 +39,8 @@ struct Problem {
   int page_size = 0;              // kPageTable only
   int64_t page_table_pitch = 0;   // kPageTable only (resolved: never 0 there)
   bool filter_mask = false;       // filter: the masked rows are written (SGTOPK_FILTER_MASK)
+  bool filter_candidates = false; // filter: the kept tokens in order, k of them a row (SGTOPK_FILTER_CANDIDATES)
+  bool filter_sample = false;     // filter: one sampled token a row (SGTOPK_FILTER_SAMPLE)
   sgtopk_dtype dtype = SGTOPK_F32;  // the scores' / logits' element type (select: SGTOPK_F32)
 };
 
@@ -42,8 +48,7 @@ struct Problem {
 inline int64_t dtype_bytes(sgtopk_dtype dtype) { return dtype == SGTOPK_F32 ? 4 : 2; }
 
 // Throws SGTOPK_ERROR_INVALID_ARGUMENT with a message in the caller's terms,
-// e.g. "K=0 is invalid: K must be in 1..8192"; SGTOPK_ERROR_UNSUPPORTED for a
-// valid filter request this version cannot serve (the candidate output).
+// e.g. "K=0 is invalid: K must be in 1..8192".
 Problem validate_problem(const sgtopk_problem* problem);
 
 std::string to_string(const Problem& problem);

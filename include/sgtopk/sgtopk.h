@@ -10,7 +10,7 @@
  *   NVRTC or loaded from the disk cache, and, when a device is named, loaded)
  *   sgtopk_select(plan, args, stream) -> indices (and values) on the device
  *   (op SGTOPK_OP_SELECT), or sgtopk_filter(plan, args, stream) -> the masked
- *   logits (op SGTOPK_OP_FILTER)
+ *   logits, the kept candidates and / or a sampled token (op SGTOPK_OP_FILTER)
  *
  * Versioning: structs carry `struct_size` (set it with the SGTOPK_*_INIT
  * macros); fields are only ever appended.
@@ -76,10 +76,28 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0, SGTOPK_BF16 = 1, SGTOPK_F16 = 2 } sg
  *                         problem.page_table_pitch; args.page_table) */
 #define SGTOPK_INDEX_OFFSETS (1u << 4)
 #define SGTOPK_PAGE_TABLE (1u << 5)
-/* Filter outputs (op SGTOPK_OP_FILTER; flags 0 means the mask): the rows
- * written to args.out with every token that is not kept set to
- * args.mask_value, kept tokens copied unchanged. The only output so far. */
+/* Filter outputs (op SGTOPK_OP_FILTER), any combination; flags 0 means the
+ * mask alone.
+ *   SGTOPK_FILTER_MASK        the rows written to args.out with every token
+ *                             that is not kept set to args.mask_value, kept
+ *                             tokens copied unchanged
+ *   SGTOPK_FILTER_CANDIDATES  per row the kept tokens in filter order (scaled
+ *                             logit descending, ties to the lower index):
+ *                             the first min(count, K) of them into
+ *                             args.candidate_indices (and _logits, _probs),
+ *                             the kept count (which may exceed K) into
+ *                             args.candidate_counts; K (problem.k, 1..8192)
+ *                             is the capacity of a row, problem.out_pitch its
+ *                             stride. Entries past the count stay untouched.
+ *   SGTOPK_FILTER_SAMPLE      one token per row drawn from the kept set with
+ *                             the probabilities of _probs, from the row's
+ *                             seed (args.seeds, args.seed_value), into
+ *                             args.sampled_tokens: the same seed, logits, k,
+ *                             p and temperature give the same token.
+ * Without SGTOPK_FILTER_MASK the logits are only read (args.out stays 0). */
 #define SGTOPK_FILTER_MASK (1u << 8)
+#define SGTOPK_FILTER_CANDIDATES (1u << 9)
+#define SGTOPK_FILTER_SAMPLE (1u << 10)
 
 /* Slots of the route statistics buffer (uint64 each), from the one list in
  * sgtopk/route_stats.def: SGTOPK_ROUTE_SHORT, _NO_VIEW, _PRIMARY, _BAND,
@@ -96,20 +114,23 @@ enum {
 /* What the user asks for. Shapes here are fixed in the plan; the live row
  * count, the lengths and the starts are device inputs of each launch.
  * The filter (op SGTOPK_OP_FILTER) reads rows (batch capacity, 1..2^31 - 1),
- * width (the vocabulary, 1..2^23), pitch, dtype and flags (0 or
- * SGTOPK_FILTER_MASK); k is reserved for the candidate output's capacity
- * (0 now), out_pitch and the page fields stay 0. */
+ * width (the vocabulary, 1..2^23), pitch, dtype and flags (0, or any of
+ * SGTOPK_FILTER_MASK, SGTOPK_FILTER_CANDIDATES, SGTOPK_FILTER_SAMPLE); k is
+ * the candidate output's capacity per row (1..8192 with
+ * SGTOPK_FILTER_CANDIDATES, else 0) and out_pitch the row stride of its
+ * arrays (0: k; else 0); the page fields stay 0. */
 typedef struct sgtopk_problem {
   uint32_t struct_size;
   sgtopk_operator op;
   sgtopk_dtype dtype;
-  int32_t k;          /* rank, 1..8192 (filter: 0) */
+  int32_t k;          /* rank, 1..8192 (filter: the candidate capacity, 1..8192, or 0) */
   int64_t rows;       /* row capacity */
   int64_t width;      /* longest valid row, elements (filter: the vocabulary) */
   int64_t pitch;      /* row stride of scores (logits) in elements; 0 means width */
   int64_t out_pitch;  /* row stride of indices/values in elements; 0 means k */
   uint32_t flags;     /* SGTOPK_VALUES | SGTOPK_SORTED | SGTOPK_STARTS | SGTOPK_ROUTE_STATS |
-                         SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE; filter: SGTOPK_FILTER_MASK */
+                         SGTOPK_INDEX_OFFSETS | SGTOPK_PAGE_TABLE; filter: SGTOPK_FILTER_MASK |
+                         SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE */
   int32_t page_size;         /* tokens per page (SGTOPK_PAGE_TABLE only, else 0) */
   int64_t page_table_pitch;  /* int32 entries from one row of args.page_table to the next;
                                 0 means ceil(width / page_size) */
@@ -156,12 +177,23 @@ typedef struct sgtopk_select_args {
  * keeps the shortest prefix of those whose softmax mass reaches p (p >= 1 or
  * NaN: off; p <= 0: the first token only); at least one token is kept. A
  * temperature T that is not finite and > 0 means greedy (the first token
- * only). A per-row pointer of 0 uses the scalar below it for every row. */
+ * only). A per-row pointer of 0 uses the scalar below it for every row.
+ * The candidate and sample outputs (fields from candidate_indices on; a
+ * caller built before them passes the shorter struct) see the same kept
+ * set: mass m_i = expf(x_i / T - M) in integer units of 2^-40 (M the row's
+ * largest scaled logit), Z the kept set's sum; probability m_i / Z (0 where
+ * Z is 0); the sampled token is the first kept token in filter order whose
+ * cumulative mass exceeds floor(u * Z) (the first kept token where Z is 0),
+ * u in [0, 1) from Philox-4x32-10 keyed by the row's seed: seeds[r] (the
+ * token then depends on the seed alone, never on the row's position), or
+ * seed_value with the row's index r as the counter (a different stream per
+ * row). */
 typedef struct sgtopk_filter_args {
   uint32_t struct_size;
   sgtopk_devptr logits;       /* dtype[rows][pitch], read; aligned to the dtype's size */
-  sgtopk_devptr out;          /* dtype[rows][pitch], the masked rows; may equal logits (in place),
-                                 must not overlap it otherwise; kept tokens' bits are copied */
+  sgtopk_devptr out;          /* dtype[rows][pitch], the masked rows (SGTOPK_FILTER_MASK, else 0);
+                                 may equal logits (in place), must not overlap it otherwise;
+                                 kept tokens' bits are copied */
   sgtopk_devptr top_k;        /* int32[rows], or 0: top_k_value */
   sgtopk_devptr top_p;        /* float[rows], or 0: top_p_value */
   sgtopk_devptr temperature;  /* float[rows], or 0: temperature_value */
@@ -171,8 +203,20 @@ typedef struct sgtopk_filter_args {
   float temperature_value;    /* default 1: logits as they are */
   float mask_value;           /* written where a token is not kept; default -inf (bf16 / fp16:
                                  rounded to nearest even, past the range to infinity) */
+  /* SGTOPK_FILTER_CANDIDATES (row stride problem.out_pitch, capacity problem.k): */
+  sgtopk_devptr candidate_indices; /* int32[rows][out_pitch], required: the kept tokens in filter order */
+  sgtopk_devptr candidate_logits;  /* float[rows][out_pitch], or 0: their logits / T (the scaled fp32
+                                      values the order uses; a greedy row's logit as it is) */
+  sgtopk_devptr candidate_probs;   /* float[rows][out_pitch], or 0: their probabilities over the kept
+                                      set (fp32) */
+  sgtopk_devptr candidate_counts;  /* int32[rows], required: the kept count (may exceed problem.k) */
+  /* SGTOPK_FILTER_SAMPLE: */
+  sgtopk_devptr sampled_tokens;    /* int32[rows], required: the sampled token's index */
+  sgtopk_devptr seeds;             /* uint64[rows], or 0: seed_value */
+  uint64_t seed_value;             /* default 0 */
 } sgtopk_filter_args;
-#define SGTOPK_FILTER_ARGS_INIT {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY}
+#define SGTOPK_FILTER_ARGS_INIT \
+  {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sgtopk_plan_s* sgtopk_plan;
 typedef struct sgtopk_graph_s* sgtopk_graph;
@@ -219,8 +263,8 @@ SGTOPK_API const char* sgtopk_plan_text(sgtopk_plan plan);
 SGTOPK_API sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_stream stream);
 
 /* Enqueue one filter launch (a plan compiled with op SGTOPK_OP_FILTER) on
- * `stream`: rows below live_rows are read from args.logits and written to
- * args.out. Like sgtopk_select: no allocation, no synchronization, no read
+ * `stream`: rows below live_rows are read from args.logits and their outputs
+ * written (the plan's flags: args.out, the candidate arrays, sampled_tokens). Like sgtopk_select: no allocation, no synchronization, no read
  * back, so it can be captured in a CUDA graph. */
 SGTOPK_API sgtopk_status sgtopk_filter(sgtopk_plan plan, const sgtopk_filter_args* args, sgtopk_stream stream);
 

@@ -24,7 +24,8 @@ inline void check(sgtopk_status status) {
 }
 
 // The problem, built fluently: Problem().k(2048).rows(4096).width(262144).values(),
-// or for the filter: Problem().filter().rows(256).width(128256)
+// or for the filter: Problem().filter().rows(256).width(128256), with
+// .mask().candidates(64).sample() for more outputs than the mask
 struct Problem {
   sgtopk_problem raw = SGTOPK_PROBLEM_INIT;
   Problem& filter() { raw.op = SGTOPK_OP_FILTER; raw.k = 0; return *this; }
@@ -38,6 +39,12 @@ struct Problem {
   Problem& sorted(bool on = true) { return flag(SGTOPK_SORTED, on); }
   Problem& starts(bool on = true) { return flag(SGTOPK_STARTS, on); }
   Problem& route_stats(bool on = true) { return flag(SGTOPK_ROUTE_STATS, on); }
+  // The filter's outputs (flags 0 is the mask alone): the masked rows, the
+  // kept tokens in order (capacity a row; out_pitch 0: the capacity), a
+  // sampled token.
+  Problem& mask(bool on = true) { return flag(SGTOPK_FILTER_MASK, on); }
+  Problem& candidates(int32_t capacity) { raw.k = capacity; return flag(SGTOPK_FILTER_CANDIDATES, true); }
+  Problem& sample(bool on = true) { return flag(SGTOPK_FILTER_SAMPLE, on); }
 
  private:
   Problem& flag(uint32_t f, bool on) {

@@ -29,7 +29,9 @@ from ._capi import (  # noqa: F401
     OP_SELECT,
     SGTOPK_INDEX_OFFSETS,
     SGTOPK_PAGE_TABLE,
+    SGTOPK_FILTER_CANDIDATES,
     SGTOPK_FILTER_MASK,
+    SGTOPK_FILTER_SAMPLE,
     SGTOPK_ROUTE_STATS,
     SGTOPK_SORTED,
     SGTOPK_STARTS,
@@ -43,7 +45,8 @@ from ._capi import (  # noqa: F401
     select_args,
 )
 
-__all__ = ["SgtopkError", "LibraryNotFound", "library", "version", "plan", "select", "filter_plan", "filter_", "Plan",
+__all__ = ["SgtopkError", "LibraryNotFound", "library", "version", "plan", "select", "filter_plan", "filter_", "filter_outputs",
+           "Plan",
            "Graph", "Library", "select_args", "filter_args", "find_library"]
 
 _lock = threading.Lock()
@@ -101,16 +104,19 @@ def plan(k, rows, width, *, pitch=0, out_pitch=0, values=False, sorted=False, st
         return found
 
 
-def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, policy_file=None, dtype=F32):
-    """The filter plan (mask output) for a batch capacity and vocabulary, with logits of `dtype` (F32,
-    BF16 or F16), compiled on first use and kept for the process; device=-1 compiles for `arch` only
-    (prewarming)."""
-    key = ("filter", int(rows), int(vocab), int(pitch), int(device), arch, policy, policy_file, int(dtype))
+def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, policy_file=None, dtype=F32,
+                flags=SGTOPK_FILTER_MASK, capacity=0):
+    """The filter plan for a batch capacity and vocabulary, with logits of `dtype` (F32, BF16 or F16),
+    compiled on first use and kept for the process; device=-1 compiles for `arch` only (prewarming).
+    flags: its outputs (SGTOPK_FILTER_MASK, SGTOPK_FILTER_CANDIDATES with `capacity` a row,
+    SGTOPK_FILTER_SAMPLE)."""
+    key = ("filter", int(rows), int(vocab), int(pitch), int(device), arch, policy, policy_file, int(dtype), int(flags),
+           int(capacity))
     lib = library()
     with _lock:
         found = _plans.get(key)
         if found is None:
-            found = lib.compile(k=0, rows=rows, width=vocab, pitch=pitch, flags=SGTOPK_FILTER_MASK, device=device,
+            found = lib.compile(k=capacity, rows=rows, width=vocab, pitch=pitch, flags=flags, device=device,
                                 arch=arch, policy_toml=policy, policy_file=policy_file, own_workspace=False,
                                 op=OP_FILTER, dtype=dtype)
             _plans[key] = found
@@ -128,6 +134,22 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
     from . import _torch
 
     return _torch.filter_(logits, k, p, temperature, out=out, mask_value=mask_value, policy=policy)
+
+
+def filter_outputs(logits, k=None, p=None, temperature=None, *, candidates=0, sample=False, seeds=None, seed=0,
+                   policy=None):
+    """The filter's candidate and sample outputs for a CUDA float32, bfloat16 or float16 [rows, vocab]
+    matrix (only read), with k, p and temperature as filter_(). candidates=C (1..8192): the kept tokens
+    in filter order (logit / T descending, ties to the lower index), at most C a row: int32 indices
+    [rows, C], their float32 logits / T and probabilities over the kept set [rows, C], and the int32
+    kept counts [rows] (which may exceed C; entries past the count are -1, 0.0 and 0.0). sample=True:
+    one int32 token [rows] drawn from the kept set, from seeds (a uint64 / int64 [rows] tensor: the
+    token depends on the row's seed, logits and values only) or one int seed (row r its stream r).
+    Returns a dict with "indices", "logits", "probs", "counts" and / or "tokens"."""
+    from . import _torch
+
+    return _torch.filter_outputs(logits, k, p, temperature, candidates=candidates, sample=sample, seeds=seeds,
+                                 seed=seed, policy=policy)
 
 
 def select(scores, k, lengths=None, starts=None, values=False, sorted=False, out=None, *, policy=None, family=None,

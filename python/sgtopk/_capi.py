@@ -15,7 +15,7 @@ import os
 __all__ = [
     "SgtopkError", "Library", "Plan", "Graph", "find_library", "select_args", "filter_args",
     "SGTOPK_VALUES", "SGTOPK_SORTED", "SGTOPK_STARTS", "SGTOPK_ROUTE_STATS", "SGTOPK_INDEX_OFFSETS",
-    "SGTOPK_PAGE_TABLE", "SGTOPK_FILTER_MASK", "OP_SELECT", "OP_FILTER", "F32", "BF16", "F16",
+    "SGTOPK_PAGE_TABLE", "SGTOPK_FILTER_MASK", "SGTOPK_FILTER_CANDIDATES", "SGTOPK_FILTER_SAMPLE", "OP_SELECT", "OP_FILTER", "F32", "BF16", "F16",
 ]
 
 # --- constants (sgtopk.h) ---------------------------------------------------
@@ -37,6 +37,8 @@ SGTOPK_ROUTE_STATS = 1 << 3
 SGTOPK_INDEX_OFFSETS = 1 << 4
 SGTOPK_PAGE_TABLE = 1 << 5
 SGTOPK_FILTER_MASK = 1 << 8
+SGTOPK_FILTER_CANDIDATES = 1 << 9
+SGTOPK_FILTER_SAMPLE = 1 << 10
 FROM_CACHE_NAMES = {0: "compiled now", 1: "memory cache", 2: "disk cache"}
 
 
@@ -98,6 +100,13 @@ class FilterArgs(ctypes.Structure):
         ("top_p_value", ctypes.c_float),
         ("temperature_value", ctypes.c_float),
         ("mask_value", ctypes.c_float),
+        ("candidate_indices", ctypes.c_uint64),
+        ("candidate_logits", ctypes.c_uint64),
+        ("candidate_probs", ctypes.c_uint64),
+        ("candidate_counts", ctypes.c_uint64),
+        ("sampled_tokens", ctypes.c_uint64),
+        ("seeds", ctypes.c_uint64),
+        ("seed_value", ctypes.c_uint64),
     ]
 
 
@@ -178,10 +187,12 @@ def select_args(scores=None, lengths=None, indices=None, values=None, starts=Non
 
 
 def filter_args(logits=None, out=None, top_k=None, top_p=None, temperature=None, live_rows=None, top_k_value=0,
-                top_p_value=1.0, temperature_value=1.0, mask_value=float("-inf")):
+                top_p_value=1.0, temperature_value=1.0, mask_value=float("-inf"), candidate_indices=None,
+                candidate_logits=None, candidate_probs=None, candidate_counts=None, sampled_tokens=None, seeds=None,
+                seed_value=0):
     """A FilterArgs from tensors or device addresses (0 / None for absent) and the scalar values
     used where a per-row pointer is absent (the defaults of SGTOPK_FILTER_ARGS_INIT: no filtering).
-    out defaults to logits (in place)."""
+    out defaults to logits (in place); out=0 for a plan without SGTOPK_FILTER_MASK."""
     a = FilterArgs()
     a.struct_size = ctypes.sizeof(FilterArgs)
     a.logits = _ptr(logits)
@@ -194,6 +205,13 @@ def filter_args(logits=None, out=None, top_k=None, top_p=None, temperature=None,
     a.top_p_value = float(top_p_value)
     a.temperature_value = float(temperature_value)
     a.mask_value = float(mask_value)
+    a.candidate_indices = _ptr(candidate_indices)
+    a.candidate_logits = _ptr(candidate_logits)
+    a.candidate_probs = _ptr(candidate_probs)
+    a.candidate_counts = _ptr(candidate_counts)
+    a.sampled_tokens = _ptr(sampled_tokens)
+    a.seeds = _ptr(seeds)
+    a.seed_value = int(seed_value) & 0xFFFFFFFFFFFFFFFF
     return a
 
 

@@ -161,6 +161,53 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
     return out
 
 
+def filter_outputs(logits, k=None, p=None, temperature=None, *, candidates=0, sample=False, seeds=None, seed=0,
+                   policy=None):
+    if isinstance(logits, torch.Tensor) and logits.dtype in _FILTER_DTYPES:
+        dtype = logits.dtype
+    else:
+        dtype = torch.float32  # names the accepted type in _check_matrix's message
+    _check_matrix("logits", logits, dtype)
+    rows, vocab = logits.shape
+    device = logits.device
+    candidates = int(candidates)
+    if candidates == 0 and not sample:
+        raise ValueError("filter_outputs needs candidates=C (1..8192) and / or sample=True (for the mask: filter_)")
+    k_t, k_v = _per_row("k", k, rows, device, torch.int32, int)
+    p_t, p_v = _per_row("p", p, rows, device, torch.float32, (float, int))
+    t_t, t_v = _per_row("temperature", temperature, rows, device, torch.float32, (float, int))
+    seeds_t = None
+    if seeds is not None:
+        if not isinstance(seeds, torch.Tensor) or seeds.dtype not in (torch.int64, torch.uint64):
+            raise TypeError("seeds must be an int64 or uint64 [rows] tensor (or None: seed)")
+        seeds_t, _ = _per_row("seeds", seeds, rows, device, seeds.dtype, int)
+    result = {}
+    if candidates:
+        result["indices"] = torch.full((rows, candidates), -1, dtype=torch.int32, device=device)
+        result["logits"] = torch.zeros((rows, candidates), dtype=torch.float32, device=device)
+        result["probs"] = torch.zeros((rows, candidates), dtype=torch.float32, device=device)
+        result["counts"] = torch.zeros((rows,), dtype=torch.int32, device=device)
+    if sample:
+        result["tokens"] = torch.empty((rows,), dtype=torch.int32, device=device)
+    if rows == 0:
+        return result
+    from . import filter_plan
+
+    flags = (_capi.SGTOPK_FILTER_CANDIDATES if candidates else 0) | (_capi.SGTOPK_FILTER_SAMPLE if sample else 0)
+    plan = filter_plan(rows, vocab, pitch=_pitch(logits),
+                       device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy,
+                       dtype=_FILTER_DTYPES[dtype], flags=flags, capacity=candidates)
+    args = _capi.filter_args(logits=logits, out=0, top_k=k_t, top_p=p_t, temperature=t_t,
+                             top_k_value=0 if k_v is None else int(k_v), top_p_value=1.0 if p_v is None else float(p_v),
+                             temperature_value=1.0 if t_v is None else float(t_v),
+                             candidate_indices=result.get("indices"), candidate_logits=result.get("logits"),
+                             candidate_probs=result.get("probs"), candidate_counts=result.get("counts"),
+                             sampled_tokens=result.get("tokens"), seeds=seeds_t, seed_value=int(seed))
+    with torch.cuda.device(device):
+        plan.filter(args, torch.cuda.current_stream(device).cuda_stream)
+    return result
+
+
 def register_ops():
     """torch.ops.sgtopk.select -> indices and torch.ops.sgtopk.select_with_values -> (indices, values)."""
     if hasattr(torch.ops, "sgtopk") and hasattr(torch.ops.sgtopk, "select"):

@@ -43,13 +43,17 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
   // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
   // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
-  // loads a thread keeps in flight in its passes (stream_row()).
+  // loads a thread keeps in flight in its passes (stream_row()); kOutputs:
+  // abi.h's kFilterOut* of the problem's flags.
   plan.config = KernelConfig()
                     .integer("kThreads", threads)
                     .integer("kDtype", static_cast<int>(p.dtype))
                     .integer("kSampleSize", policy.filter.sample_size)
                     .integer("kSampleSigmas", policy.filter.sample_sigmas)
-                    .integer("kLoadsInFlight", policy.filter.loads_in_flight);
+                    .integer("kLoadsInFlight", policy.filter.loads_in_flight)
+                    .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
+                                             (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
+                                             (p.filter_sample ? sgtopk::kFilterOutSample : 0));
   plan.workspace_bytes = 0;
 }
 

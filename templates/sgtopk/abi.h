@@ -37,9 +37,17 @@ struct SelectParams {
 // sgtopk_dtype, SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16 (bf16 and fp16 as their
 // raw 16-bit patterns; static_asserted against sgtopk.h in runtime/launch.cpp).
 constexpr int kFilterF32 = 0, kFilterBf16 = 1, kFilterF16 = 2;
+// The outputs a plan may write (its Config's kOutputs, a sum of these): a
+// kernel compiled without the candidate and sample outputs holds none of
+// their code (the mask's registers and speed stay as they were).
+constexpr int kFilterOutMask = 1, kFilterOutCandidates = 2, kFilterOutSample = 4;
+// The outputs are chosen by their pointers (null: not written): the mask
+// (out), the candidates (candidate_indices and candidate_counts, with
+// candidate_logits and candidate_probs optional), the sampled token
+// (sampled_tokens).
 struct FilterParams {
   const void* logits;        // [rows][pitch] of the Config's kDtype
-  void* out;                 // [rows][pitch], the same type: the masked rows (may be logits: in place)
+  void* out;                 // [rows][pitch], the same type: the masked rows (may be logits: in place), or null
   long long pitch;
   int rows, width;           // rows: the plan's capacity
   const int* top_k;          // [rows] or null: top_k_value for every row
@@ -48,6 +56,15 @@ struct FilterParams {
   const int* live_rows;      // scalar or null: every row is live
   int top_k_value;
   float top_p_value, temperature_value, mask_value;
+  int* candidate_indices;    // [rows][candidate_pitch] or null: no candidate output
+  float* candidate_logits;   // [rows][candidate_pitch] or null
+  float* candidate_probs;    // [rows][candidate_pitch] or null
+  int* candidate_counts;     // [rows] (with candidate_indices)
+  long long candidate_pitch;
+  int candidate_capacity;    // 1..kFilterCandidates (with candidate_indices)
+  int* sampled_tokens;       // [rows] or null: no sampled token
+  const unsigned long long* seeds;  // [rows] or null: seed_value, the row's index the stream
+  unsigned long long seed_value;
 };
 
 // Counters at the start of a persistent family's workspace, restored by the

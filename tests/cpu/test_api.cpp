@@ -840,11 +840,59 @@ TEST(ApiFilterProblem, ShapesOutsideTheTemplatesLimits) {
   }
 }
 
-TEST(ApiFilterProblem, KIsTheFutureCandidateCapacity) {
+TEST(ApiFilterProblem, KIsTheCandidateCapacity) {
   expect_filter_rejected([](sgtopk_problem& p) { p.k = -1; }, SGTOPK_ERROR_INVALID_ARGUMENT,
-                         {"K=-1 is invalid", "candidate output", "0 for the mask output"});
-  expect_filter_rejected([](sgtopk_problem& p) { p.k = 50; }, SGTOPK_ERROR_UNSUPPORTED,
-                         {"K=50", "candidate output", "not yet available", "K=0"});
+                         {"K=-1 is invalid without SGTOPK_FILTER_CANDIDATES", "capacity of its candidate output"});
+  expect_filter_rejected([](sgtopk_problem& p) { p.k = 50; }, SGTOPK_ERROR_INVALID_ARGUMENT,
+                         {"K=50 is invalid without SGTOPK_FILTER_CANDIDATES", "0 otherwise"});
+  for (int k : {0, -3, 8193}) {
+    expect_filter_rejected(
+        [k](sgtopk_problem& p) {
+          p.flags = SGTOPK_FILTER_CANDIDATES;
+          p.k = k;
+        },
+        SGTOPK_ERROR_INVALID_ARGUMENT,
+        {"K=" + std::to_string(k) + " is invalid: with SGTOPK_FILTER_CANDIDATES", "must be in 1..8192"});
+  }
+  expect_filter_rejected(
+      [](sgtopk_problem& p) {
+        p.flags = SGTOPK_FILTER_CANDIDATES;
+        p.k = 64;
+        p.out_pitch = 63;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"out_pitch 63 is smaller than K=64", "candidate capacity"});
+  expect_filter_rejected(
+      [](sgtopk_problem& p) {
+        p.flags = SGTOPK_FILTER_CANDIDATES;
+        p.k = 64;
+        p.rows = int64_t{1} << 30;
+        p.width = 8;
+        p.out_pitch = int64_t{1} << 20;
+      },
+      SGTOPK_ERROR_INVALID_ARGUMENT, {"rows x out_pitch", "candidate matrices"});
+  sgtopk_problem p = filter_problem();
+  p.flags = SGTOPK_FILTER_CANDIDATES;
+  p.k = 64;
+  detail::Problem v = detail::validate_problem(&p);
+  EXPECT_EQ(v.k, 64);
+  EXPECT_EQ(v.out_pitch, 64);  // 0: K
+  EXPECT_TRUE(v.filter_candidates);
+  EXPECT_FALSE(v.filter_mask);  // asked for without the mask: the logits are only read
+  EXPECT_FALSE(v.filter_sample);
+  EXPECT_TRUE(contains(detail::to_string(v), "+candidates(K=64 out_pitch=64)")) << detail::to_string(v);
+  p.k = 8192;
+  p.out_pitch = 9000;
+  p.flags = SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE | SGTOPK_FILTER_MASK;
+  v = detail::validate_problem(&p);
+  EXPECT_EQ(v.out_pitch, 9000);
+  EXPECT_TRUE(v.filter_mask && v.filter_candidates && v.filter_sample);
+  p.flags = SGTOPK_FILTER_SAMPLE;
+  p.k = 0;
+  p.out_pitch = 0;
+  v = detail::validate_problem(&p);
+  EXPECT_TRUE(v.filter_sample && !v.filter_mask && !v.filter_candidates);
+  EXPECT_EQ(v.k, 0);
+  EXPECT_TRUE(contains(detail::to_string(v), "+sample")) << detail::to_string(v);
 }
 
 TEST(ApiFilterProblem, TakesF32Bf16AndF16) {
@@ -872,7 +920,7 @@ TEST(ApiFilterProblem, FlagsAndSelectOnlyFields) {
   expect_filter_rejected([](sgtopk_problem& p) { p.flags = 1u << 20; }, SGTOPK_ERROR_INVALID_ARGUMENT,
                          {"flags 0x100000 are not sgtopk flags"});
   expect_filter_rejected([](sgtopk_problem& p) { p.out_pitch = 32000; }, SGTOPK_ERROR_INVALID_ARGUMENT,
-                         {"out_pitch=32000", "leave it 0"});
+                         {"out_pitch=32000", "without SGTOPK_FILTER_CANDIDATES", "leave it 0"});
   expect_filter_rejected([](sgtopk_problem& p) { p.page_size = 16; }, SGTOPK_ERROR_INVALID_ARGUMENT,
                          {"page_size=16", "leave them 0"});
   for (uint32_t flags : {0u, SGTOPK_FILTER_MASK}) {
@@ -905,6 +953,7 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.constant("kSampleSize"), "1024");
   EXPECT_EQ(plan.constant("kSampleSigmas"), "4");
   EXPECT_EQ(plan.constant("kLoadsInFlight"), "4");
+  EXPECT_EQ(plan.constant("kOutputs"), std::to_string(sgtopk::kFilterOutMask));  // the mask alone
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
   EXPECT_TRUE(contains(plan.reason, "filter.block_threads 512")) << plan.reason;
@@ -1028,8 +1077,19 @@ TEST(ApiFilterArgs, InitMacroMeansNoFiltering) {
   EXPECT_EQ(a.top_p_value, 1.0f);
   EXPECT_EQ(a.temperature_value, 1.0f);
   EXPECT_TRUE(std::isinf(a.mask_value) && a.mask_value < 0.0f);
-  EXPECT_EQ(offsetof(sgtopk_filter_args, mask_value) + sizeof(float), sizeof(sgtopk_filter_args))
-      << "mask_value is the last field (fields are only ever appended)";
+  EXPECT_EQ(a.candidate_indices, 0u);
+  EXPECT_EQ(a.candidate_logits, 0u);
+  EXPECT_EQ(a.candidate_probs, 0u);
+  EXPECT_EQ(a.candidate_counts, 0u);
+  EXPECT_EQ(a.sampled_tokens, 0u);
+  EXPECT_EQ(a.seeds, 0u);
+  EXPECT_EQ(a.seed_value, 0u);
+  // Fields are only ever appended: the outputs' fields follow mask_value (its
+  // struct's end before them, padding included), seed_value is the last.
+  EXPECT_EQ((offsetof(sgtopk_filter_args, mask_value) + sizeof(float) + 7) / 8 * 8,
+            offsetof(sgtopk_filter_args, candidate_indices));
+  EXPECT_EQ(offsetof(sgtopk_filter_args, seed_value) + sizeof(uint64_t), sizeof(sgtopk_filter_args))
+      << "seed_value is the last field (fields are only ever appended)";
 }
 
 TEST(ApiFilterArgs, PointersAndValuesArePackedAsGiven) {
@@ -1073,7 +1133,12 @@ TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   }
   sgtopk_filter_args a = good_filter_args();
   a.struct_size = 8;
-  expect_filter_args_rejected(plan, a, {"args.struct_size is 8", "SGTOPK_FILTER_ARGS_INIT"});
+  expect_filter_args_rejected(plan, a, {"args.struct_size is 8", "SGTOPK_FILTER_ARGS_INIT", "from before candidate_indices"});
+  // A caller built before the candidate and sample outputs: accepted, those fields read as 0.
+  a = good_filter_args();
+  a.struct_size = offsetof(sgtopk_filter_args, candidate_indices);
+  a.candidate_indices = 0x7000000;  // past the struct the caller knows: never read
+  EXPECT_EQ(detail::make_filter_params(plan, &a).candidate_indices, nullptr);
   a = good_filter_args();
   a.logits = 0;
   expect_filter_args_rejected(plan, a, {"args.logits is 0"});
@@ -1104,6 +1169,111 @@ TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
   a.out = a.logits + (7 * 1024 + 1000) * 4;
   EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+}
+
+namespace {
+
+detail::Plan filter_outputs_plan(uint32_t flags, int k = 0, int64_t out_pitch = 0) {
+  sgtopk_problem p = filter_problem();
+  p.rows = 8;
+  p.width = 1000;
+  p.flags = flags;
+  p.k = k;
+  p.out_pitch = out_pitch;
+  return detail::make_plan(detail::validate_problem(&p), detail::Policy::defaults(),
+                           detail::resolve_target(-1, "sm_90", "sm_90"));
+}
+
+}  // namespace
+
+TEST(ApiFilterArgs, CandidateAndSampleOutputs) {
+  const detail::Plan plan = filter_outputs_plan(SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE, 64, 70);
+  sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
+  a.logits = 0x1000000;
+  a.candidate_indices = 0x2000000;
+  a.candidate_logits = 0x3000000;
+  a.candidate_probs = 0x4000000;
+  a.candidate_counts = 0x5000000;
+  a.sampled_tokens = 0x6000000;
+  a.seeds = 0x7000000;
+  a.seed_value = 42;
+  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a);
+  EXPECT_EQ(f.out, nullptr);  // no mask: the logits are only read
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_indices), a.candidate_indices);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_logits), a.candidate_logits);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_probs), a.candidate_probs);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_counts), a.candidate_counts);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.sampled_tokens), a.sampled_tokens);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(f.seeds), a.seeds);
+  EXPECT_EQ(f.seed_value, 42u);
+  EXPECT_EQ(f.candidate_capacity, 64);
+  EXPECT_EQ(f.candidate_pitch, 70);
+  // Logits and probabilities are optional, and so are the seeds.
+  a.candidate_logits = a.candidate_probs = a.seeds = 0;
+  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+}
+
+TEST(ApiFilterArgs, CandidateAndSampleOutputsInTheCallersTerms) {
+  const detail::Plan both = filter_outputs_plan(SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE, 64);
+  auto good = [] {
+    sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
+    a.logits = 0x1000000;
+    a.candidate_indices = 0x2000000;
+    a.candidate_counts = 0x5000000;
+    a.sampled_tokens = 0x6000000;
+    return a;
+  };
+  sgtopk_filter_args a = good();
+  a.candidate_indices = 0;
+  expect_filter_args_rejected(both, a, {"args.candidate_indices is 0", "compiled with SGTOPK_FILTER_CANDIDATES"});
+  a = good();
+  a.candidate_counts = 0;
+  expect_filter_args_rejected(both, a, {"args.candidate_counts is 0", "compiled with SGTOPK_FILTER_CANDIDATES"});
+  a = good();
+  a.sampled_tokens = 0;
+  expect_filter_args_rejected(both, a, {"args.sampled_tokens is 0", "compiled with SGTOPK_FILTER_SAMPLE"});
+  a = good();
+  a.out = 0x8000000;
+  expect_filter_args_rejected(both, a, {"args.out is set", "without SGTOPK_FILTER_MASK"});
+  struct Field {
+    const char* name;
+    sgtopk_devptr sgtopk_filter_args::*member;
+    int alignment;
+  };
+  for (const Field& field : {Field{"candidate_indices", &sgtopk_filter_args::candidate_indices, 4},
+                             Field{"candidate_logits", &sgtopk_filter_args::candidate_logits, 4},
+                             Field{"candidate_probs", &sgtopk_filter_args::candidate_probs, 4},
+                             Field{"candidate_counts", &sgtopk_filter_args::candidate_counts, 4},
+                             Field{"sampled_tokens", &sgtopk_filter_args::sampled_tokens, 4},
+                             Field{"seeds", &sgtopk_filter_args::seeds, 8}}) {
+    a = good();
+    a.*field.member = 0x9000004 + (field.alignment == 8 ? 0 : -2);
+    expect_filter_args_rejected(both, a, {std::string("args.") + field.name + " is not " +
+                                          std::to_string(field.alignment) + "-byte aligned"});
+  }
+  // Outputs the plan was not compiled for.
+  const detail::Plan mask = filter_outputs_plan(0);
+  for (const Field& field : {Field{"candidate_indices", &sgtopk_filter_args::candidate_indices, 4},
+                             Field{"candidate_logits", &sgtopk_filter_args::candidate_logits, 4},
+                             Field{"candidate_probs", &sgtopk_filter_args::candidate_probs, 4},
+                             Field{"candidate_counts", &sgtopk_filter_args::candidate_counts, 4}}) {
+    a = good_filter_args();
+    a.*field.member = 0x9000000;
+    expect_filter_args_rejected(mask, a, {std::string("args.") + field.name + " is set",
+                                          "without SGTOPK_FILTER_CANDIDATES"});
+  }
+  a = good_filter_args();
+  a.sampled_tokens = 0x9000000;
+  expect_filter_args_rejected(mask, a, {"args.sampled_tokens is set", "without SGTOPK_FILTER_SAMPLE"});
+  a = good_filter_args();
+  a.seeds = 0x9000000;
+  expect_filter_args_rejected(mask, a, {"args.seeds is set", "without SGTOPK_FILTER_SAMPLE"});
+  // The mask with the others: out is required again.
+  const detail::Plan all = filter_outputs_plan(SGTOPK_FILTER_MASK | SGTOPK_FILTER_SAMPLE);
+  a = good_filter_args();
+  a.out = 0;
+  a.sampled_tokens = 0x6000000;
+  expect_filter_args_rejected(all, a, {"args.out is 0"});
 }
 
 TEST(ApiFilterArgs, SixteenBitLogitsNeedTwoByteAlignmentAndOverlapInTheirBytes) {

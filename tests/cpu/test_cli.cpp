@@ -250,10 +250,26 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   const CliResult select = run("plan --dtype bf16 --arch sm_90");
   EXPECT_NE(select.exit_code, 0) << select.show();
   EXPECT_TRUE(contains(select.err, "dtype=1 is invalid")) << select.show();
-  // K is the candidate output's capacity, not yet available.
+  // K is the candidate output's capacity: --candidates K, not --k.
   const CliResult k = run("plan --filter --k 50 --rows 8 --width 32000 --arch sm_90");
   EXPECT_NE(k.exit_code, 0) << k.show();
   EXPECT_TRUE(contains(k.err, "candidate output")) << k.show();
+  EXPECT_TRUE(contains(r.out, "kOutputs = 1")) << r.show();  // the mask alone
+  // The outputs: the mask with the candidates and the sample, or without the mask.
+  const CliResult outputs = run("plan --filter --candidates 64 --sample --rows 8 --width 32000 --arch sm_90");
+  ASSERT_EQ(outputs.exit_code, 0) << outputs.show();
+  EXPECT_TRUE(contains(outputs.out, "+mask +candidates(K=64 out_pitch=64) +sample")) << outputs.show();
+  EXPECT_TRUE(contains(outputs.out, "kOutputs = 7")) << outputs.show();
+  const CliResult no_mask = run("plan --filter --sample --no-mask --rows 8 --width 32000 --arch sm_90");
+  ASSERT_EQ(no_mask.exit_code, 0) << no_mask.show();
+  EXPECT_TRUE(contains(no_mask.out, "dtype=f32 +sample")) << no_mask.show();
+  EXPECT_TRUE(contains(no_mask.out, "kOutputs = 4")) << no_mask.show();
+  const CliResult nothing = run("plan --filter --no-mask --rows 8 --width 32000 --arch sm_90");
+  EXPECT_NE(nothing.exit_code, 0) << nothing.show();
+  EXPECT_TRUE(contains(nothing.err, "no output")) << nothing.show();
+  const CliResult too_many = run("plan --filter --candidates 9000 --rows 8 --width 32000 --arch sm_90");
+  EXPECT_NE(too_many.exit_code, 0) << too_many.show();
+  EXPECT_TRUE(contains(too_many.err, "K=9000 is invalid")) << too_many.show();
 }
 
 TEST_F(CliTest, PolicyPrintsTheDefaultsAndAnOverlay) {

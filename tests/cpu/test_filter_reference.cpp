@@ -15,6 +15,7 @@
 #include "reference/filter.h"
 #include "reference/select.h"
 #include "support/test_support.h"
+#include "templates/sgtopk/util/philox.h"
 
 namespace {
 
@@ -612,3 +613,68 @@ TEST(FilterReference, Bf16WidensByItsHighBitsAndNarrowRowsFilterAsTheirWideCopie
   EXPECT_EQ(wide, (std::vector<float>{1.0f, 2.0f, 2.0f, -kInf}));
   EXPECT_EQ(filter_row(wide.data(), 4, 2, 1.0f), (Indices{1, 2}));
 }
+
+// ---------------------------------------------- candidate and sample outputs ----
+
+// Philox-4x32-10 against Random123's known-answer vectors, and the draw's
+// 64 x 64-bit high word.
+TEST(FilterSampler, PhiloxKnownAnswersAndTheDraw) {
+  namespace px = sgtopk::philox;
+  const px::U32x4 zero = px::philox4x32_10(px::U32x4{{0u, 0u, 0u, 0u}}, 0u);
+  EXPECT_EQ(std::vector<uint32_t>(zero.v, zero.v + 4), (std::vector<uint32_t>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  const px::U32x4 pi = px::philox4x32_10(px::U32x4{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}},
+                                         (uint64_t{0x299f31d0u} << 32) | 0xa4093822u);
+  EXPECT_EQ(std::vector<uint32_t>(pi.v, pi.v + 4), (std::vector<uint32_t>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+  static_assert(px::mul_high64(~0ull, ~0ull) == ~0ull - 1u, "(2^64 - 1)^2 >> 64");
+  static_assert(px::mul_high64(1ull << 63, 6u) == 3u, "u = 1/2 of 6");
+  EXPECT_EQ(px::sample_draw(7u, 0u, 0u), 0u);
+  for (uint64_t seed = 0; seed < 1000; ++seed) EXPECT_LT(px::sample_draw(seed, 3u, 10u), 10u);
+}
+
+// The kept outputs: the scaled logits, masses and probabilities in order, a
+// token drawn with those probabilities (chi-square over 20000 seeds), the
+// first kept token where the kept set has no mass, +inf sharing it.
+TEST(FilterSampler, KeptOutputsAndTheSampledToken) {
+  const std::vector<float> row = {0.5f, 2.0f, -kInf, 1.0f, 2.0f, 0.0f};
+  const FilterRowReference r = filter_row_reference(row.data(), 6, 4, 1.0f, 0.5f);
+  EXPECT_EQ(r.kept(), (Indices{1, 4, 3, 0}));
+  const FilterKeptOutputs o = filter_kept_outputs(row.data(), 6, 0.5f, r.kept(), 1u, 0u);
+  EXPECT_EQ(o.logits, (std::vector<float>{4.0f, 4.0f, 2.0f, 1.0f}));
+  EXPECT_EQ(o.mass[0], uint64_t{1} << 40);
+  EXPECT_EQ(o.mass[0], o.mass[1]);
+  double sum = 0.0;
+  for (float p : o.probabilities) sum += p;
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  EXPECT_NEAR(o.probabilities[2], std::exp(-2.0) / (2.0 + std::exp(-2.0) + std::exp(-3.0)), 1e-6);
+  std::vector<double> seen(4, 0.0);
+  const uint64_t draws = 20000;
+  for (uint64_t seed = 0; seed < draws; ++seed) {
+    const int32_t token = filter_kept_outputs(row.data(), 6, 0.5f, r.kept(), seed, 0u).sampled;
+    const auto it = std::find(r.order.begin(), r.order.begin() + 4, token);
+    ASSERT_NE(it, r.order.begin() + 4) << token;
+    seen[static_cast<size_t>(it - r.order.begin())] += 1.0;
+  }
+  double chi = 0.0;
+  for (size_t j = 0; j < 4; ++j) {
+    const double want = static_cast<double>(draws) * static_cast<double>(o.probabilities[j]);
+    chi += (seen[j] - want) * (seen[j] - want) / want;
+  }
+  EXPECT_LT(chi, 25.9) << "chi-square, 3 degrees of freedom (1e-5 upper quantile 25.9)";
+  // The stream: one seed, different rows draw differently.
+  int differ = 0;
+  for (uint64_t stream = 1; stream < 50; ++stream)
+    differ += filter_kept_outputs(row.data(), 6, 0.5f, r.kept(), 9u, stream).sampled != filter_kept_outputs(row.data(), 6, 0.5f, r.kept(), 9u, 0u).sampled;
+  EXPECT_GT(differ, 0);
+  // No mass: the first kept token, probabilities 0.
+  const std::vector<float> dead = {-kInf, -kInf, -kInf};
+  const FilterKeptOutputs d = filter_kept_outputs(dead.data(), 3, 1.0f, {0}, 5u, 0u);
+  EXPECT_EQ(d.total, 0u);
+  EXPECT_EQ(d.sampled, 0);
+  EXPECT_EQ(d.probabilities, (std::vector<float>{0.0f}));
+  // +inf: the +inf tokens share the mass, everything else has none.
+  const std::vector<float> inf_row = {kInf, 3.0f, kInf};
+  const FilterKeptOutputs f = filter_kept_outputs(inf_row.data(), 3, 1.0f, {0, 2, 1}, 5u, 0u);
+  EXPECT_EQ(f.probabilities, (std::vector<float>{0.5f, 0.5f, 0.0f}));
+  EXPECT_NE(f.sampled, 1);
+}
+

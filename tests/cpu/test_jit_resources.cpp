@@ -119,6 +119,7 @@ struct SpillCase {
   bool filter = false;           // the filter operator (k 0: the mask output)
   std::string policy_toml;       // applied over the defaults
   sgtopk_dtype dtype = SGTOPK_F32;  // the filter's logits
+  uint32_t flags = 0;               // the filter's outputs (0: the mask; k the candidate capacity)
 };
 
 void PrintTo(const SpillCase& c, std::ostream* os) { *os << c.name; }
@@ -140,6 +141,9 @@ std::vector<SpillCase> spill_cases() {
       {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true},
       {"filter_row_bf16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
       {"filter_row_f16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
+      // Every output compiled in: the candidates' sort and the sampled token's search.
+      {"filter_row_outputs_rows130_w128256", 64, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
+       SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
   };
 }
 
@@ -150,6 +154,7 @@ Plan plan_for(const SpillCase& c) {
   p.rows = c.rows;
   p.width = c.width;
   p.dtype = c.dtype;
+  p.flags = c.flags;
   Policy policy = c.policy_toml.empty() ? Policy::defaults() : parse_policy_string(c.policy_toml);
   if (c.coarse_proposal) policy.sampled.fine_proposal_excess = 0.0;
   const Problem problem = validate_problem(&p);

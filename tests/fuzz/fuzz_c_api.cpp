@@ -5,8 +5,7 @@
 // path the input names) and sgtopk_select_args. Then:
 //   1. validate_problem: returns a Problem inside the contract's ranges
 //      (rows x pitch and rows x out_pitch at most kMaxElements included), or
-//      throws Error(SGTOPK_ERROR_INVALID_ARGUMENT) (SGTOPK_ERROR_UNSUPPORTED
-//      only for op = SGTOPK_OP_FILTER: bf16 / fp16, K > 0).
+//      throws Error(SGTOPK_ERROR_INVALID_ARGUMENT).
 //   2. resolve_target(-1, arch): returns a target of sm_<kMinArch> or newer,
 //      or throws INVALID_ARGUMENT.
 //   3. the policy_toml, when any: parses or throws SGTOPK_ERROR_POLICY.
@@ -176,19 +175,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // 1. the problem
   detail::Problem problem;
   const bool is_filter = op == SGTOPK_OP_FILTER;
-  const auto problem_status = checked("validate_problem",
-                                      is_filter ? std::initializer_list<sgtopk_status>{SGTOPK_ERROR_UNSUPPORTED,
-                                                                                        SGTOPK_ERROR_INVALID_ARGUMENT}
-                                                : std::initializer_list<sgtopk_status>{SGTOPK_ERROR_INVALID_ARGUMENT},
+  const auto problem_status = checked("validate_problem", {SGTOPK_ERROR_INVALID_ARGUMENT},
                                       [&] { problem = detail::validate_problem(&p); });
   if (problem_status) {
     failures.insert(*problem_status);
   } else if (is_filter) {
-    const bool ok = problem.op == SGTOPK_OP_FILTER && problem.k == 0 && problem.rows >= 1 &&
+    const uint32_t outputs = SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE;
+    const bool candidates = (p.flags & SGTOPK_FILTER_CANDIDATES) != 0;
+    const bool ok = problem.op == SGTOPK_OP_FILTER && problem.rows >= 1 &&
                     problem.rows < detail::kMaxRows && problem.width >= 1 && problem.width <= detail::kMaxFilterWidth &&
                     problem.pitch >= problem.width && problem.pitch <= detail::kMaxElements / problem.rows &&
-                    problem.out_pitch == 0 && dtype == SGTOPK_F32 && (p.flags & ~SGTOPK_FILTER_MASK) == 0 &&
-                    p.out_pitch == 0 && p.struct_size >= offsetof(sgtopk_problem, page_size) &&
+                    (dtype == SGTOPK_F32 || dtype == SGTOPK_BF16 || dtype == SGTOPK_F16) && (p.flags & ~outputs) == 0 &&
+                    problem.filter_candidates == candidates &&
+                    problem.filter_mask == ((p.flags & SGTOPK_FILTER_MASK) != 0 || (p.flags & outputs) == 0) &&
+                    (candidates ? problem.k >= 1 && problem.k <= detail::kFilterCandidateCapacity &&
+                                      problem.out_pitch >= problem.k &&
+                                      problem.out_pitch <= detail::kMaxElements / problem.rows
+                                : problem.k == 0 && problem.out_pitch == 0 && p.k == 0 && p.out_pitch == 0) &&
+                    p.struct_size >= offsetof(sgtopk_problem, page_size) &&
                     (p.struct_size < sizeof(sgtopk_problem) || (p.page_size == 0 && p.page_table_pitch == 0));
     if (!ok) finding("validate_problem accepted a filter problem outside the contract: " + detail::to_string(problem));
   } else {
@@ -266,11 +270,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                        [&] { params = detail::make_filter_params(plan, &fa); });
       if (!args_status) {
         const auto addr = [](const void* ptr) { return reinterpret_cast<uint64_t>(ptr); };
-        const uint64_t extent = static_cast<uint64_t>((plan.problem.rows - 1) * plan.problem.pitch + plan.problem.width) * 4u;
-        const bool ok = fa.struct_size >= sizeof(sgtopk_filter_args) && fa.logits != 0 && fa.logits % 4 == 0 &&
-                        fa.out != 0 && fa.out % 4 == 0 && fa.top_k % 4 == 0 && fa.top_p % 4 == 0 &&
+        const uint64_t elem = static_cast<uint64_t>(detail::dtype_bytes(plan.problem.dtype));
+        const uint64_t extent = static_cast<uint64_t>((plan.problem.rows - 1) * plan.problem.pitch + plan.problem.width) * elem;
+        // Without the mask output, out must be 0; a plan with the candidate or
+        // sample output needs their pointers, which this input never sets.
+        const bool ok = fa.struct_size >= offsetof(sgtopk_filter_args, candidate_indices) && fa.logits != 0 &&
+                        fa.logits % elem == 0 && (plan.problem.filter_mask ? fa.out != 0 : fa.out == 0) &&
+                        fa.out % elem == 0 && !plan.problem.filter_candidates && !plan.problem.filter_sample &&
+                        fa.top_k % 4 == 0 && fa.top_p % 4 == 0 &&
                         fa.temperature % 4 == 0 && fa.live_rows % 4 == 0 &&
-                        (fa.out == fa.logits || fa.out >= fa.logits + extent || fa.logits >= fa.out + extent) &&
+                        (fa.out == 0 || fa.out == fa.logits || fa.out >= fa.logits + extent || fa.logits >= fa.out + extent) &&
                         addr(params.logits) == fa.logits && addr(params.out) == fa.out &&
                         addr(params.top_k) == fa.top_k && addr(params.top_p) == fa.top_p &&
                         addr(params.temperature) == fa.temperature && addr(params.live_rows) == fa.live_rows &&

@@ -892,5 +892,293 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   }
 }
 
+// ------------------------------------------ candidate and sample outputs ----
+
+// A plan with the candidate output (capacity `capacity`, row stride
+// `out_pitch`), the sampled token and the mask.
+sgtopk_plan compile_outputs(int64_t rows, int64_t vocab, int capacity, int64_t out_pitch, uint32_t flags,
+                            const char* policy_toml = nullptr) {
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = SGTOPK_OP_FILTER;
+  p.rows = rows;
+  p.width = vocab;
+  p.k = capacity;
+  p.out_pitch = out_pitch;
+  p.flags = flags;
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  o.policy_toml = policy_toml;
+  sgtopk_plan plan = nullptr;
+  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  return plan;
+}
+
+// The candidate and sample outputs' buffers, poisoned, and their checks.
+struct OutputSet {
+  int64_t rows, capacity, out_pitch;
+  DeviceBuffer d_indices, d_logits, d_probs, d_counts, d_tokens, d_seeds;
+  std::vector<uint64_t> seeds;
+  OutputSet(int64_t rows_, int64_t capacity_, int64_t out_pitch_, std::mt19937_64& rng)
+      : rows(rows_), capacity(capacity_), out_pitch(out_pitch_) {
+    const size_t n = static_cast<size_t>(rows * out_pitch) * 4;
+    d_indices = DeviceBuffer(n);
+    d_logits = DeviceBuffer(n);
+    d_probs = DeviceBuffer(n);
+    d_counts = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_tokens = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_seeds = DeviceBuffer(static_cast<size_t>(rows) * 8);
+    for (int64_t r = 0; r < rows; ++r) seeds.push_back(rng());
+    d_seeds.upload(seeds);
+    poison();
+  }
+  void poison() {
+    for (DeviceBuffer* b : {&d_indices, &d_logits, &d_probs, &d_counts, &d_tokens}) b->fill_u32(kPoison);
+  }
+  void attach(sgtopk_filter_args& a) const {
+    a.candidate_indices = d_indices.ptr();
+    a.candidate_logits = d_logits.ptr();
+    a.candidate_probs = d_probs.ptr();
+    a.candidate_counts = d_counts.ptr();
+    a.sampled_tokens = d_tokens.ptr();
+    a.seeds = d_seeds.ptr();
+  }
+  std::vector<int32_t> tokens() const { return d_tokens.download_as<int32_t>(static_cast<size_t>(rows)); }
+};
+
+// Every live row's candidates against the reference: a count the contract
+// accepts, the first min(count, capacity) indices in order, their scaled
+// logits (bits), their probabilities (1e-5 relative and two mass units: the
+// device's expf may differ from the host's in the last place, and a mass
+// rounds to whole units of 2^-40), poison past them; the sampled
+// token a kept one of positive mass (the first kept token where the kept
+// set has none). Returns the kept count of each row through `counts_out`.
+std::string check_outputs(const FilterSet& s, const OutputSet& o, std::vector<int64_t>* counts_out = nullptr,
+                          int max_failures = 5) {
+  const auto indices = o.d_indices.download_as<int32_t>(static_cast<size_t>(o.rows * o.out_pitch));
+  const auto logits = o.d_logits.download_as<float>(indices.size());
+  const auto probs = o.d_probs.download_as<float>(indices.size());
+  const auto counts = o.d_counts.download_as<int32_t>(static_cast<size_t>(o.rows));
+  const auto tokens = o.tokens();
+  std::string failures;
+  int failed = 0;
+  for (int64_t r = 0; r < s.rows && failed < max_failures; ++r) {
+    const float* row = s.logits.data() + r * s.pitch;
+    const float t = s.values.t_of(r);
+    const auto ref = reference::filter_row_reference(row, s.vocab, s.values.k_of(r), s.values.p_of(r), t);
+    const int64_t count = counts[static_cast<size_t>(r)];
+    if (counts_out) counts_out->push_back(count);
+    std::string e;
+    if (std::find(ref.acceptable_counts.begin(), ref.acceptable_counts.end(), count) == ref.acceptable_counts.end())
+      e = "count " + std::to_string(count) + ", expected " + std::to_string(ref.count);
+    std::vector<int32_t> kept;
+    if (e.empty()) kept.assign(ref.order.begin(), ref.order.begin() + count);
+    const auto want = reference::filter_kept_outputs(row, s.vocab, t, kept, o.seeds[static_cast<size_t>(r)], 0);
+    const int64_t m = std::min(count, o.capacity);
+    for (int64_t i = 0; i < o.out_pitch && e.empty(); ++i) {
+      const size_t at = static_cast<size_t>(r * o.out_pitch + i);
+      const size_t j = static_cast<size_t>(i);
+      if (i >= m) {
+        if (static_cast<uint32_t>(indices[at]) != kPoison || !is_poison(logits[at]) || !is_poison(probs[at]))
+          e = "slot " + std::to_string(i) + " past min(count, capacity) = " + std::to_string(m) + " written";
+      } else if (indices[at] != kept[j]) {
+        e = "slot " + std::to_string(i) + ": index " + std::to_string(indices[at]) + ", expected " + std::to_string(kept[j]);
+      } else if (!same_bits(logits[at], want.logits[j])) {
+        e = "slot " + std::to_string(i) + ": logit " + std::to_string(logits[at]) + ", expected " + std::to_string(want.logits[j]);
+      } else if (!(std::fabs(static_cast<double>(probs[at]) - want.probabilities[j]) <=
+                   1e-5 * want.probabilities[j] + 2.0 / std::max(1.0, static_cast<double>(want.total)))) {
+        e = "slot " + std::to_string(i) + ": probability " + std::to_string(probs[at]) + ", expected " +
+            std::to_string(want.probabilities[j]);
+      }
+    }
+    if (e.empty()) {
+      const int32_t token = tokens[static_cast<size_t>(r)];
+      const auto it = std::find(kept.begin(), kept.end(), token);
+      if (it == kept.end()) e = "sampled token " + std::to_string(token) + " is not kept";
+      else if (want.total != 0 && want.mass[static_cast<size_t>(it - kept.begin())] == 0)
+        e = "sampled token " + std::to_string(token) + " has no mass";
+      else if (want.total == 0 && token != kept[0])
+        e = "sampled token " + std::to_string(token) + " in a row without mass, expected the first kept " + std::to_string(kept[0]);
+    }
+    if (!e.empty()) {
+      ++failed;
+      failures += "row " + std::to_string(r) + " (k " + std::to_string(s.values.k_of(r)) + ", p " +
+                  std::to_string(s.values.p_of(r)) + ", T " + std::to_string(t) + "): " + e + "\n";
+    }
+  }
+  return failures;
+}
+
+// Every row kind (ties at the boundary, -inf, NaN, +inf, all equal) with
+// every k / p / T edge, a capacity small enough that most rows truncate and
+// a stride past it, under the sampled route and the exact one
+// (filter.sample_size = 0), vocabularies inside and far past the candidate
+// buffer (kept sets larger than it: the exact route's count boundary). The
+// mask is written alongside and checked as before.
+TEST(FilterGpuOutputs, CandidatesMatchTheReferenceOnBothRoutes) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "candidates");
+  const uint32_t flags = SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE;
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 0\n"})
+    for (int64_t vocab : {1000, 128256})
+      for (int capacity : {1, 64, 8192}) {
+        SCOPED_TRACE(std::string(policy ? policy : "default policy") + " vocab " + std::to_string(vocab) + " capacity " +
+                     std::to_string(capacity));
+        const int64_t rows = 36, out_pitch = capacity + 5;
+        sgtopk_plan plan = compile_outputs(rows, vocab, capacity, out_pitch, flags, policy);
+        ASSERT_NE(plan, nullptr);
+        FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+        OutputSet o(rows, capacity, out_pitch, rng);
+        o.attach(s.args);
+        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+        synchronize();
+        EXPECT_EQ(check(s, s.out(), rows, false), "");
+        EXPECT_EQ(check_outputs(s, o), "");
+        sgtopk_plan_destroy(plan);
+      }
+}
+
+// Without the mask the logits are only read; the outputs are the same.
+TEST(FilterGpuOutputs, WithoutTheMaskTheLogitsAreOnlyRead) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "candidates_no_mask");
+  const int64_t rows = 24, vocab = 32000;
+  sgtopk_plan plan = compile_outputs(rows, vocab, 100, 0, SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  OutputSet o(rows, 100, 100, rng);
+  o.attach(s.args);
+  s.args.out = 0;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check_outputs(s, o), "");
+  const auto logits_after = s.d_logits.download_as<float>(s.logits.size());
+  EXPECT_EQ(std::memcmp(logits_after.data(), s.logits.data(), s.logits.size() * 4), 0) << "the logits were written";
+  const auto out = s.out();
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), is_poison)) << "out was written without SGTOPK_FILTER_MASK";
+  sgtopk_plan_destroy(plan);
+}
+
+// The sampled token depends on the row's logits, values and seed only: the
+// same on a second run, and the same when the row sits elsewhere in a batch
+// of another size (per-row seeds). With one seed_value, row r draws from
+// stream r: reproducible run to run as well.
+TEST(FilterGpuOutputs, SampledTokensAreReproducibleAndBatchInvariant) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "sample_invariance");
+  const int64_t rows = 24, vocab = 32000;
+  sgtopk_plan plan = compile_outputs(rows, vocab, 0, 0, SGTOPK_FILTER_SAMPLE);
+  ASSERT_NE(plan, nullptr);
+  FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+  OutputSet o(rows, 1, 1, rng);
+  s.args.out = 0;
+  s.args.sampled_tokens = o.d_tokens.ptr();
+  s.args.seeds = o.d_seeds.ptr();
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const std::vector<int32_t> first = o.tokens();
+  o.poison();
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(o.tokens(), first) << "a second run drew other tokens";
+  // The rows reversed, in a batch of 7 fewer (live_rows), seeds and values moved with them.
+  const int64_t live = rows - 7;
+  FilterSet moved(rows, vocab, 0, Mode::kMixed, rng);
+  OutputSet mo(rows, 1, 1, rng);
+  for (int64_t r = 0; r < live; ++r) {
+    const int64_t from = rows - 1 - r;
+    std::copy(s.logits.begin() + from * vocab, s.logits.begin() + (from + 1) * vocab, moved.logits.begin() + r * vocab);
+    moved.values.k[static_cast<size_t>(r)] = s.values.k_of(from);
+    moved.values.p[static_cast<size_t>(r)] = s.values.p_of(from);
+    moved.values.t[static_cast<size_t>(r)] = s.values.t_of(from);
+    mo.seeds[static_cast<size_t>(r)] = o.seeds[static_cast<size_t>(from)];
+  }
+  moved.d_logits.upload(moved.logits);
+  moved.d_k.upload(moved.values.k);
+  moved.d_p.upload(moved.values.p);
+  moved.d_t.upload(moved.values.t);
+  mo.d_seeds.upload(mo.seeds);
+  moved.set_live(static_cast<int32_t>(live));
+  moved.args.out = 0;
+  moved.args.sampled_tokens = mo.d_tokens.ptr();
+  moved.args.seeds = mo.d_seeds.ptr();
+  ASSERT_EQ(sgtopk_filter(plan, &moved.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const std::vector<int32_t> again = mo.tokens();
+  for (int64_t r = 0; r < live; ++r)
+    EXPECT_EQ(again[static_cast<size_t>(r)], first[static_cast<size_t>(rows - 1 - r)]) << "row " << rows - 1 - r;
+  for (int64_t r = live; r < rows; ++r) EXPECT_EQ(static_cast<uint32_t>(again[static_cast<size_t>(r)]), kPoison);
+  // One seed for the batch: reproducible, and rows of equal logits draw from their own streams.
+  s.args.seeds = 0;
+  s.args.seed_value = 0x5eed;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK);
+  synchronize();
+  const std::vector<int32_t> scalar = o.tokens();
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK);
+  synchronize();
+  EXPECT_EQ(o.tokens(), scalar);
+  sgtopk_plan_destroy(plan);
+}
+
+// The sampler's distribution: 16384 rows of one logit row (4096 tokens) with k = 8, each
+// with its own seed, and a chi-square goodness-of-fit test of the tokens
+// drawn against the kept probabilities (7 degrees of freedom; 35.26 is the
+// 1e-5 upper quantile, so a right sampler fails about once in 100000 runs).
+// The same counts against the probabilities shifted by one token must fail
+// it by far: the test can tell a wrong sampler. Under both routes.
+TEST(FilterGpuOutputs, SampledTokensFollowTheKeptProbabilities) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "sample_chi_square");
+  const int64_t rows = 16384, vocab = 4096;
+  const double kChiSquare7At1e5 = 35.26;
+  std::vector<float> row(static_cast<size_t>(vocab));
+  std::normal_distribution<float> logit(-4.0f, 1.0f);
+  for (float& x : row) x = logit(rng.engine());
+  const float top[8] = {2.0f, 1.7f, 1.5f, 1.2f, 1.0f, 0.6f, 0.3f, 0.0f};  // probabilities from about 0.23 to 0.04
+  for (int j = 0; j < 8; ++j) row[static_cast<size_t>(100 + 500 * j)] = top[j];
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 0\n"}) {
+    SCOPED_TRACE(policy ? policy : "default policy");
+    sgtopk_plan plan = compile_outputs(rows, vocab, 0, 0, SGTOPK_FILTER_SAMPLE, policy);
+    ASSERT_NE(plan, nullptr);
+    FilterSet s(1, vocab, 0, Mode::kNeither, rng);  // the values; the rows below
+    s.rows = rows;
+    s.logits.clear();
+    for (int64_t r = 0; r < rows; ++r) s.logits.insert(s.logits.end(), row.begin(), row.end());
+    s.d_logits = DeviceBuffer(s.logits.size() * 4);
+    s.d_logits.upload(s.logits);
+    OutputSet o(rows, 1, 1, rng);
+    s.args.logits = s.d_logits.ptr();
+    s.args.out = 0;
+    s.args.top_k_value = 8;
+    s.args.sampled_tokens = o.d_tokens.ptr();
+    s.args.seeds = o.d_seeds.ptr();
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    const auto ref = reference::filter_row_reference(row.data(), vocab, 8, 1.0f);
+    ASSERT_EQ(ref.count, 8);
+    const auto want = reference::filter_kept_outputs(row.data(), vocab, 1.0f, ref.kept(), 0, 0);
+    std::vector<double> observed(8, 0.0);
+    for (int32_t token : o.tokens()) {
+      const auto it = std::find(ref.order.begin(), ref.order.begin() + 8, token);
+      ASSERT_NE(it, ref.order.begin() + 8) << "token " << token << " is not kept";
+      observed[static_cast<size_t>(it - ref.order.begin())] += 1.0;
+    }
+    auto chi_square = [&](int shift) {
+      double x = 0.0;
+      for (size_t j = 0; j < 8; ++j) {
+        const double expected = static_cast<double>(rows) * static_cast<double>(want.probabilities[(j + static_cast<size_t>(shift)) % 8]);
+        x += (observed[j] - expected) * (observed[j] - expected) / expected;
+      }
+      return x;
+    };
+    EXPECT_LT(chi_square(0), kChiSquare7At1e5) << "the tokens do not follow the kept probabilities";
+    EXPECT_GT(chi_square(1), 10 * kChiSquare7At1e5) << "the test cannot tell a shifted distribution";
+    sgtopk_plan_destroy(plan);
+  }
+}
+
 }  // namespace
 }  // namespace sgtopk::testing

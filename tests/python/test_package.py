@@ -129,8 +129,12 @@ class Planning(unittest.TestCase):
         self.assertIn("sgtopk_select takes a select plan", str(e.exception))
         with self.assertRaises(sgtopk.SgtopkError) as e:
             lib.compile(50, 8, 32000, op=_capi.OP_FILTER, device=-1, arch="sm_90", own_workspace=False)
-        self.assertEqual(e.exception.status, 6)  # SGTOPK_ERROR_UNSUPPORTED
-        self.assertIn("candidate output", str(e.exception))
+        self.assertEqual(e.exception.status, 1)  # SGTOPK_ERROR_INVALID_ARGUMENT: K without the candidate output
+        self.assertIn("without SGTOPK_FILTER_CANDIDATES", str(e.exception))
+        outputs = lib.compile(50, 8, 32000, op=_capi.OP_FILTER, flags=_capi.SGTOPK_FILTER_CANDIDATES | _capi.SGTOPK_FILTER_SAMPLE,
+                              device=-1, arch="sm_90", own_workspace=False)
+        self.assertIn("+candidates(K=50 out_pitch=50) +sample", outputs.text)
+        outputs.close()
         plan.close()
 
     def test_filter_plans_are_kept_per_shape(self):

@@ -65,6 +65,9 @@ struct PlanCommand {
   std::string problem_file;
   bool filter = false;  // the filter operator: rows the batch, width the vocabulary, no K
   std::string dtype;    // --dtype: f32, bf16 or f16 (the library refuses bf16 / f16 for select)
+  int candidates = 0;   // --candidates K: the filter's candidate output, K a row
+  bool sample = false;  // --sample: the filter's sampled token
+  bool no_mask = false; // --no-mask: the filter's other outputs alone
 
   int run() {
     Request r = request;
@@ -99,6 +102,14 @@ struct PlanCommand {
     if (filter && problem_file.empty()) p.k = 0;  // the mask output (K is the candidate capacity)
     problem.apply(&p);
     if (filter) p.op = SGTOPK_OP_FILTER;
+    if (!filter && (candidates != 0 || sample || no_mask))
+      throw UsageError("--candidates, --sample and --no-mask are the filter's outputs: give --filter");
+    if (filter && (candidates != 0 || sample || no_mask)) {
+      p.flags = (no_mask ? 0u : SGTOPK_FILTER_MASK) | (candidates != 0 ? SGTOPK_FILTER_CANDIDATES : 0u) |
+                (sample ? SGTOPK_FILTER_SAMPLE : 0u);
+      if (p.flags == 0u) throw UsageError("--no-mask leaves the filter no output: add --candidates K or --sample");
+      p.k = candidates;
+    }
     if (!dtype.empty()) p.dtype = dtype == "bf16" ? SGTOPK_BF16 : dtype == "f16" ? SGTOPK_F16 : SGTOPK_F32;
     const sgtopk_compile_options o = options_for(r);
     sgtopk_plan plan = nullptr;
@@ -293,6 +304,13 @@ Runner add_plan(CLI::App& app) {
   sub->add_flag("--filter", cmd->filter,
                 "plan the top-k / top-p filter (mask output) instead of select: --rows is the batch, --width the "
                 "vocabulary; no --k")
+      ->group("Problem");
+  sub->add_option("--candidates", cmd->candidates,
+                  "the filter's candidate output: the kept tokens in order, at most K a row, and the kept count")
+      ->check(CLI::PositiveNumber)
+      ->group("Problem");
+  sub->add_flag("--sample", cmd->sample, "the filter's sampled token, one a row")->group("Problem");
+  sub->add_flag("--no-mask", cmd->no_mask, "the filter without its mask output (with --candidates or --sample)")
       ->group("Problem");
   sub->add_option("--dtype", cmd->dtype, "the logits' element type: f32 (the default), bf16 or f16 (the filter's)")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))

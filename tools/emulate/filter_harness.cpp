@@ -16,6 +16,14 @@
 // filter.sample_sigmas). EXPECT_ROUTES: fail unless some row took the
 // sampled route and some row fell back from it to the exact one. IN_PLACE:
 // out is logits.
+// CANDIDATES=C: the candidate output with capacity C (row stride C + 3),
+// checked against the reference: the count (one the contract accepts), the
+// first min(count, C) indices in order, their scaled logits (bits) and
+// probabilities (1e-6 relative; the same integer masses as the reference's),
+// every other entry untouched. SAMPLE: the sampled token, checked exactly
+// against the reference's draw (per-row seeds; SCALAR_SEED: one seed and the
+// row as the stream). NO_MASK: no mask output (out is null; the logits must
+// be left as they were).
 // Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
@@ -68,6 +76,7 @@ struct Config {
   static constexpr int kSampleSize = SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
   static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
+  static constexpr int kOutputs = kFilterOutMask | kFilterOutCandidates | kFilterOutSample;  // the pointers choose
 };
 using Agent = FilterRowAgent<Config>;
 using Elem = Agent::Elem;
@@ -231,9 +240,46 @@ int main(int argc, char** argv) {
 #endif
   // What an element out of reach of the kernel must still hold.
   auto untouched_at = [&](size_t i) { return in_place ? logits[i] : untouched; };
+  // The candidate and sample outputs, poisoned: what the kernel does not write stays so.
+  const int poison_index = -7;
+  const float poison_value = std::nanf("0x5a5");
+#ifdef CANDIDATES
+  constexpr int capacity = CANDIDATES;
+  const long long candidate_pitch = capacity + 3;
+#else
+  constexpr int capacity = 0;
+  const long long candidate_pitch = 0;
+#endif
+  std::vector<int> cand_indices(static_cast<size_t>(rows * candidate_pitch), poison_index), counts(static_cast<size_t>(rows), poison_index),
+      tokens(static_cast<size_t>(rows), poison_index);
+  std::vector<float> cand_logits(cand_indices.size(), poison_value), cand_probs(cand_indices.size(), poison_value);
+  std::vector<unsigned long long> seeds(static_cast<size_t>(rows));
+  for (auto& x : seeds) x = rng();
+  const unsigned long long seed_value = rng();
   FilterParams p{};
+#ifdef CANDIDATES
+  p.candidate_indices = cand_indices.data();
+  p.candidate_logits = cand_logits.data();
+  p.candidate_probs = cand_probs.data();
+  p.candidate_counts = counts.data();
+  p.candidate_pitch = candidate_pitch;
+  p.candidate_capacity = capacity;
+#endif
+#ifdef SAMPLE
+  p.sampled_tokens = tokens.data();
+#ifdef SCALAR_SEED
+  p.seed_value = seed_value;
+#else
+  p.seeds = seeds.data();
+#endif
+#endif
   p.logits = in_place ? out.data() : logits.data();
+#ifdef NO_MASK
+  p.out = nullptr;
+  const std::vector<Elem> logits_before = logits;
+#else
   p.out = out.data();
+#endif
   p.pitch = pitch;
   p.rows = rows;
   p.width = vocab;
@@ -256,8 +302,84 @@ int main(int argc, char** argv) {
   for (auto& t : ts_) t.join();
 
   int bad = 0;
+  long candidate_rows = 0, truncated_rows = 0, sampled_rows = 0;
+  auto report = [&](int r, const std::string& what) {
+    ++bad;
+    if (bad <= 10)
+      std::printf("BAD row %d (k %d, p %g, T %g): %s\n", r, ks[static_cast<size_t>(r)],
+                  static_cast<double>(ps[static_cast<size_t>(r)]), static_cast<double>(ts[static_cast<size_t>(r)]), what.c_str());
+  };
   for (int r = 0; r < rows; ++r) {
     const Elem* row = logits.data() + r * pitch;
+    // The candidate and sample outputs: past live_rows untouched, else against the reference.
+    {
+      const size_t at = static_cast<size_t>(r * candidate_pitch);
+      if (r >= live) {
+        for (long long i = 0; i < candidate_pitch; ++i)
+          if (cand_indices[at + i] != poison_index) report(r, "candidate written past live_rows");
+        if (counts[static_cast<size_t>(r)] != poison_index || tokens[static_cast<size_t>(r)] != poison_index)
+          report(r, "count or token written past live_rows");
+      } else if (p.candidate_indices || p.sampled_tokens) {
+        const std::vector<float> wide_row = widen(row, vocab);
+        const int k = ks[static_cast<size_t>(r)];
+        const float pv = ps[static_cast<size_t>(r)], t = ts[static_cast<size_t>(r)];
+        const auto ref = sgtopk::reference::filter_row_reference(wide_row.data(), vocab, k, pv, t);
+        // The kernel's count: from the candidate output, else the reference's own.
+        int64_t count = p.candidate_indices ? counts[static_cast<size_t>(r)] : ref.count;
+        const auto& ok = ref.acceptable_counts;
+        if (std::find(ok.begin(), ok.end(), count) == ok.end()) {
+          report(r, "kept count " + std::to_string(count) + ", expected " + std::to_string(ref.count));
+          continue;
+        }
+        const std::vector<int32_t> kept(ref.order.begin(), ref.order.begin() + count);
+        const auto want = sgtopk::reference::filter_kept_outputs(wide_row.data(), vocab, t, kept, p.seeds ? seeds[static_cast<size_t>(r)] : seed_value,
+                                                                 p.seeds ? 0u : static_cast<uint64_t>(r));
+        if (p.candidate_indices) {
+          ++candidate_rows;
+          const int64_t m = std::min<int64_t>(count, capacity);
+          truncated_rows += count > capacity;
+          for (int64_t i = 0; i < candidate_pitch; ++i) {
+            const int got = cand_indices[at + i];
+            const float lg = cand_logits[at + i], pr = cand_probs[at + i];
+            if (i >= m) {
+              if (got != poison_index || std::memcmp(&lg, &poison_value, 4) != 0 || std::memcmp(&pr, &poison_value, 4) != 0) {
+                report(r, "candidate slot " + std::to_string(i) + " past the count " + std::to_string(count) + " written");
+                break;
+              }
+              continue;
+            }
+            const size_t j = static_cast<size_t>(i);
+            if (got != kept[j]) {
+              report(r, "candidate slot " + std::to_string(i) + ": index " + std::to_string(got) + ", expected " + std::to_string(kept[j]));
+              break;
+            }
+            if (std::memcmp(&lg, &want.logits[j], 4) != 0) {
+              report(r, "candidate slot " + std::to_string(i) + ": logit " + std::to_string(lg) + ", expected " + std::to_string(want.logits[j]));
+              break;
+            }
+            if (!(std::fabs(static_cast<double>(pr) - want.probabilities[j]) <= 1e-6 * want.probabilities[j])) {
+              report(r, "candidate slot " + std::to_string(i) + ": probability " + std::to_string(pr) + ", expected " +
+                            std::to_string(want.probabilities[j]));
+              break;
+            }
+          }
+        }
+        if (p.sampled_tokens) {
+          ++sampled_rows;
+          if (tokens[static_cast<size_t>(r)] != want.sampled)
+            report(r, "sampled token " + std::to_string(tokens[static_cast<size_t>(r)]) + ", expected " + std::to_string(want.sampled));
+        }
+      }
+    }
+#ifdef NO_MASK
+    for (long long i = 0; i < pitch; ++i)
+      if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched_at(static_cast<size_t>(r * pitch + i))) ||
+          !same_bits(logits[static_cast<size_t>(r * pitch + i)], logits_before[static_cast<size_t>(r * pitch + i)])) {
+        report(r, "written without a mask output at " + std::to_string(i));
+        break;
+      }
+    continue;
+#endif
     if (r >= live) {
       for (long long i = 0; i < pitch; ++i)
         if (!same_bits(out[static_cast<size_t>(r * pitch + i)], untouched_at(static_cast<size_t>(r * pitch + i)))) {
@@ -299,6 +421,7 @@ int main(int argc, char** argv) {
     ++bad;
   }
 #endif
-  std::printf("rows %d bad %d (routes: sampled %ld, fallback %ld, exact %ld)\n", rows, bad, sampled, fallback, exact);
+  std::printf("rows %d bad %d (routes: sampled %ld, fallback %ld, exact %ld; candidates %ld rows, %ld truncated; sampled tokens %ld)\n",
+              rows, bad, sampled, fallback, exact, candidate_rows, truncated_rows, sampled_rows);
   return bad == 0 ? 0 : 1;
 }

@@ -45,9 +45,11 @@
 // stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
 // the logits and of the output, pitch in elements), kSampleSize (0: the
-// exact route only) and kSampleSigmas (policy filter.sample_*), and
-// kLoadsInFlight (filter.loads_in_flight: the 16-byte loads a thread issues
-// before it visits them in the sampled route's passes). The
+// exact route only), kSampleSigmas (policy filter.sample_*), kLoadsInFlight
+// (filter.loads_in_flight: the 16-byte loads a thread issues before it
+// visits them in the sampled route's passes) and kOutputs (abi.h's
+// kFilterOut*: without the candidate and sample outputs their code is not
+// compiled in; which outputs a launch writes, its pointers say). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
 // untouched; a CTA takes rows blockIdx.x, + gridDim.x, ... (any grid).
 // Dynamic shared memory: abi.h's FilterRowShared.
@@ -56,6 +58,7 @@
 #include "sgtopk/block/block_scan.cuh"
 #include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/keys.cuh"
+#include "sgtopk/util/philox.h"
 
 // Called by every thread with the route a row took (FilterRowAgent's
 // kRoute*): a test harness may count them; nothing on the device.
@@ -127,6 +130,8 @@ struct FilterRowAgent {
   static constexpr int kSampleSize = Config::kSampleSize;
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
   static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
+  // The candidate or sample output compiled in (abi.h's kFilterOut*).
+  static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
@@ -171,27 +176,31 @@ struct FilterRowAgent {
     }
     SGTOPK_DEVICE float scaled(int i) const { return scale(logits[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
+    SGTOPK_DEVICE u32 index(int i) const { return static_cast<u32>(i); }
   };
 
   // The gathered candidates, read as a Row is: the value of a key is the
-  // scaled value it came from (+0 for -0, a NaN for a NaN: the same mass).
+  // scaled value it came from (+0 for -0, a NaN for a NaN: the same mass);
+  // `rows` (where set) their row indices.
   struct Candidates {
     const u32* keys;
     int len;
+    const u32* rows;
     SGTOPK_DEVICE float scaled(int i) const { return float_from_ordered_key(keys[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return keys[i]; }
+    SGTOPK_DEVICE u32 index(int i) const { return rows[i]; }
   };
 
-  // The copies of b among the candidates, as keys that order them by index
-  // (the lowest first) above every other candidate (0): a count round over
-  // them finds the t-th copy's index.
-  struct TieCopies {
-    const u32* keys;
-    const u32* index;
+  // The copies of b in `src` (the row, or candidates with their indices), as
+  // keys that order them by index (the lowest first) above every other
+  // element (0): a count round over them finds the j-th copy's index.
+  template <typename Source>
+  struct CopiesOf {
+    Source src;  // a copy (a few words): no address taken, no local memory
     u32 b;
     int len;
     SGTOPK_DEVICE float scaled(int) const { return 0.0f; }  // counted, never weighed
-    SGTOPK_DEVICE u32 key(int i) const { return keys[i] == b ? ~index[i] : 0u; }
+    SGTOPK_DEVICE u32 key(int i) const { return src.key(i) == b ? ~src.index(i) : 0u; }
   };
 
   // Mass of a scaled value relative to the largest survivor `top` (its key
@@ -701,11 +710,7 @@ struct FilterRowAgent {
       copies += static_cast<u32>(__syncthreads_count(i < n && s.candidate_key[i] == b));
     }
     u32 last = 0xffffffffu;  // the highest index of a kept copy of b
-    if (t < copies) {
-      u64 above = 0;
-      const TieCopies ties{s.candidate_key, s.candidate_index, b, n};
-      last = t == 0u ? 0u : ~boundary(s, ties, static_cast<u64>(t), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
-    }
+    if (t < copies) last = t == 0u ? 0u : nth_copy_index(s, Candidates{s.candidate_key, n, s.candidate_index}, b, t);
     for (int i = threadIdx.x; i < n; i += kThreads) {
       const u32 key = s.candidate_key[i], index = s.candidate_index[i];
       const bool kept = key > b || (key == b && t != 0u && index <= last);
@@ -719,6 +724,207 @@ struct FilterRowAgent {
       const u32 index = s.candidate_index[i];
       if (index != kNotKept) out[index] = from_bits(s.candidate_key[i]);
     }
+  }
+
+  // ---- the candidate and sample outputs (FilterParams' candidate_* and
+  // sampled_tokens). The kept set (b, t) is a prefix of the row's order, so
+  // its first m tokens in order are the row's first m: they are gathered
+  // as (key, index) pairs into the candidate buffer (from the row, or kept
+  // where the sampled route gathered them) and sorted there by key
+  // descending, index ascending. The sampled token and the probabilities
+  // use the integer masses of the decisions (mass_of relative to the largest
+  // key), so that the token is a mass-rank search like top-p's: boundary()
+  // finds its key, a count round over the copies its index.
+
+  // The index of the j-th copy (1-based, by index) of key b in `src`.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 nth_copy_index(Shared& s, const Source& src, u32 b, u64 j) {
+    u64 above = 0;
+    return ~boundary(s, CopiesOf<Source>{src, b, src.len}, j, false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
+  }
+
+  // The kept count of (b, t) over `src`, which holds every kept key (t ==
+  // 0xffffffff: every key of src).
+  template <typename Source>
+  static SGTOPK_DEVICE u32 kept_count(Shared& s, const Source& src, u32 b, u32 t) {
+    if (t == 0xffffffffu) return static_cast<u32>(src.len);
+    __syncthreads();  // earlier readers of s.total are done
+    if (threadIdx.x == 0) s.total = 0u;
+    __syncthreads();
+    u32 local = 0;
+    for (int i = threadIdx.x; i < src.len; i += kThreads) local += src.key(i) > b ? 1u : 0u;
+    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    __syncthreads();
+    const u32 n = static_cast<u32>(s.total);
+    __syncthreads();
+    return n + t;
+  }
+
+  // The row's largest key (one pass).
+  static SGTOPK_DEVICE u32 largest_key(Shared& s, const Row& row) {
+    __syncthreads();  // earlier readers of s.max_key are done
+    if (threadIdx.x == 0) s.max_key = 0u;
+    __syncthreads();
+    u32 local_max = 0u;
+    for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
+    atomicMax(&s.max_key, local_max);
+    __syncthreads();
+    const u32 max_key = s.max_key;
+    __syncthreads();
+    return max_key;
+  }
+
+  // One pass: the tokens of (b, t) (key > b, or key == b among the first t
+  // by index, as write_mask keeps them; at most kFilterCandidates) into the
+  // candidate buffer as (key, index), in no particular order. Returns their count.
+  static SGTOPK_DEVICE u32 gather_kept(Shared& s, const Row& row, u32 b, u32 t) {
+    __syncthreads();  // earlier readers of the buffer and s.candidates are done
+    if (threadIdx.x == 0) s.candidates = 0u;
+    __syncthreads();
+    u32 seen = 0;  // copies of b before this chunk
+    for (int base = 0; base < row.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < row.len ? row.key(i) : 0u;
+      const bool copy = i < row.len && key == b;
+      const u32 copies = static_cast<u32>(__syncthreads_count(copy));
+      bool copy_kept = t == 0xffffffffu || seen + copies <= t;
+      if (t != 0xffffffffu && copies != 0u && seen < t && seen + copies > t) {  // block-uniform
+        u32 total;
+        const u32 rank = seen + block_exclusive_sum<kThreads>(copy ? 1u : 0u, reinterpret_cast<u32*>(s.scratch), &total);
+        copy_kept = rank < t;
+      }
+      if (i < row.len && (key > b || (copy && copy_kept))) {
+        const u32 slot = atomicAdd(&s.candidates, 1u);
+        s.candidate_key[slot] = key;
+        s.candidate_index[slot] = static_cast<u32>(i);
+      }
+      seen += copies;
+    }
+    __syncthreads();
+    const u32 n = s.candidates;
+    __syncthreads();
+    return n;
+  }
+
+  // Sorts the first n candidates by (key descending, index ascending): a
+  // bitonic sort over the next power of two, padded with (0, 0xffffffff),
+  // which sorts below every candidate (a NaN's key is 0, but its index is
+  // below 2^23). The n pairs stay in [0, n), so write_kept can follow.
+  static SGTOPK_DEVICE u64 order_key(const Shared& s, u32 i) {
+    return (static_cast<u64>(s.candidate_key[i]) << 32) | static_cast<u64>(~s.candidate_index[i]);
+  }
+  static SGTOPK_DEVICE void sort_candidates(Shared& s, u32 n) {
+    u32 size = 1u;
+    while (size < n) size <<= 1;
+    for (u32 i = n + threadIdx.x; i < size; i += kThreads) {
+      s.candidate_key[i] = 0u;
+      s.candidate_index[i] = 0xffffffffu;
+    }
+    __syncthreads();
+    for (u32 k = 2u; k <= size; k <<= 1)
+      for (u32 j = k >> 1; j > 0u; j >>= 1) {
+        for (u32 i = threadIdx.x; i < size / 2u; i += kThreads) {
+          const u32 lo = ((i & ~(j - 1u)) << 1) | (i & (j - 1u)), hi = lo + j;
+          const u64 a = order_key(s, lo), c = order_key(s, hi);
+          if ((lo & k) == 0u ? a < c : a > c) {  // descending runs where bit k of lo is clear
+            const u32 key = s.candidate_key[lo], index = s.candidate_index[lo];
+            s.candidate_key[lo] = s.candidate_key[hi];
+            s.candidate_index[lo] = s.candidate_index[hi];
+            s.candidate_key[hi] = key;
+            s.candidate_index[hi] = index;
+          }
+        }
+        __syncthreads();
+      }
+  }
+
+  // Writes row r's candidates: the first m sorted ones (m <= the capacity),
+  // their scaled logits and probabilities mass / z (in double, rounded to
+  // float; 0 where z is 0), and the kept count.
+  static SGTOPK_DEVICE void write_candidates(const Shared& s, const FilterParams& p, int r, const Row& row, u32 m,
+                                             u32 count, float top, u64 z) {
+    const long long at = static_cast<long long>(r) * p.candidate_pitch;
+    for (u32 i = threadIdx.x; i < m; i += kThreads) {
+      const u32 index = s.candidate_index[i];
+      const float x = row.scaled(static_cast<int>(index));
+      p.candidate_indices[at + i] = static_cast<int>(index);
+      if (p.candidate_logits) p.candidate_logits[at + i] = x;
+      if (p.candidate_probs)
+        p.candidate_probs[at + i] =
+            z == 0u ? 0.0f : static_cast<float>(static_cast<double>(mass_of(x, top)) / static_cast<double>(z));
+    }
+    if (threadIdx.x == 0) p.candidate_counts[r] = static_cast<int>(count);
+  }
+
+  // The sampled token of row r over `src` (holding every kept key of (b, t)),
+  // z the kept mass: the first kept token in order whose cumulative mass
+  // exceeds the draw floor(u * z), i.e. reaches draw + 1: boundary() over
+  // the kept masses finds its key, the mass above it how many of its copies
+  // come first. Without mass (z == 0): the first kept token.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 sampled_token(Shared& s, const FilterParams& p, int r, const Source& src, u32 max_key, float top,
+                                         u32 b, u32 t, u64 z) {
+    u32 key = max_key;
+    u64 j = 1u;
+    if (z != 0u) {
+      const bool per_row = p.seeds != nullptr;
+      const u64 seed = per_row ? p.seeds[r] : p.seed_value;
+      const u64 target = philox::sample_draw(seed, per_row ? 0u : static_cast<u64>(r), z) + 1u;
+      u64 mass_above = 0;
+      key = boundary(s, src, target, true, top, b, t, 0, 0u, 0u, &mass_above);
+      const u64 each = mass_of(float_from_ordered_key(key), top);  // > 0: the target is reached at this key
+      j = (target - mass_above + each - 1u) / each;
+    }
+    return nth_copy_index(s, src, key, j);
+  }
+
+  // The candidate and sample outputs from the `n` buffered candidates, a
+  // prefix of the row's order holding the kept set (b, t).
+  static SGTOPK_DEVICE void outputs_from_buffer(Shared& s, const FilterParams& p, int r, const Row& row, u32 max_key,
+                                                u32 b, u32 t, u32 n) {
+    const Candidates c{s.candidate_key, static_cast<int>(n), s.candidate_index};
+    const float top = float_from_ordered_key(max_key);
+    const u64 z = survivors_mass(s, c, top, b, t);
+    if (p.sampled_tokens) {
+      const u32 token = sampled_token(s, p, r, c, max_key, top, b, t, z);
+      if (threadIdx.x == 0) p.sampled_tokens[r] = static_cast<int>(token);
+    }
+    if (p.candidate_indices) {
+      const u32 count = kept_count(s, c, b, t);
+      sort_candidates(s, n);
+      write_candidates(s, p, r, row, min_of(count, static_cast<u32>(p.candidate_capacity)), count, top, z);
+    }
+    __syncthreads();
+  }
+
+  // The candidate and sample outputs where the buffer does not hold the
+  // kept set (the exact route, or a row no filter narrows: t == 0xffffffff).
+  // A kept set that fits is gathered in one pass and served as above;
+  // otherwise the sample and the kept mass run over the row, and the first
+  // `capacity` of the order (a count boundary, fewer than the kept) are gathered.
+  static SGTOPK_DEVICE void outputs_from_row(Shared& s, const FilterParams& p, int r, const Row& row, u32 max_key, u32 b,
+                                             u32 t) {
+    const u32 count = kept_count(s, row, b, t);
+    if (count <= static_cast<u32>(kFilterCandidates)) {
+      const u32 n = gather_kept(s, row, b, t);
+      outputs_from_buffer(s, p, r, row, max_key, b, t, n);
+      return;
+    }
+    const float top = float_from_ordered_key(max_key);
+    const u64 z = survivors_mass(s, row, top, b, t);
+    if (p.sampled_tokens) {
+      const u32 token = sampled_token(s, p, r, row, max_key, top, b, t, z);
+      if (threadIdx.x == 0) p.sampled_tokens[r] = static_cast<int>(token);
+    }
+    if (p.candidate_indices) {
+      const u32 m = static_cast<u32>(p.candidate_capacity);  // < count
+      u64 above = 0;
+      const u32 bm = boundary(s, row, static_cast<u64>(m), false, 0.0f, b, t, 0, 0u, 0u, &above);
+      const u32 n = gather_kept(s, row, bm, static_cast<u32>(static_cast<u64>(m) - above));
+      sort_candidates(s, n);
+      write_candidates(s, p, r, row, m, count, top, z);
+    }
+    __syncthreads();
   }
 
   static SGTOPK_DEVICE Elem* output_row(const FilterParams& p, int r) {
@@ -740,9 +946,15 @@ struct FilterRowAgent {
       float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
       const bool top_k_on = k > 0 && k < row.len;
       const bool top_p_on = top_p < 1.0f;  // false for NaN
-      if (!top_k_on && !top_p_on) {
-        Elem* out = output_row(p, r);
-        for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
+      // The outputs asked for (block-uniform): the mask, and the candidates or the sample.
+      const bool mask = p.out != nullptr;
+      const bool more = kMoreOutputs && (p.candidate_indices != nullptr || p.sampled_tokens != nullptr);
+      if (!top_k_on && !top_p_on) {  // every token is kept
+        if (mask) {
+          Elem* out = output_row(p, r);
+          for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
+        }
+        if (more) outputs_from_row(s, p, r, row, largest_key(s, row), 0u, 0xffffffffu);
         continue;
       }
       u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
@@ -751,7 +963,10 @@ struct FilterRowAgent {
         const u32 count = gather(s, row, tau);
         if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
           SGTOPK_FILTER_ROUTE(kRouteSampled);
-          write_kept(s, row, output_row(p, r), b, t, s.candidates, Logit::narrow(p.mask_value));
+          // The candidates hold the kept set: the outputs first, while an
+          // in-place mask has not yet overwritten the logits.
+          if (more) outputs_from_buffer(s, p, r, row, s.max_key, b, t, count);
+          if (mask) write_kept(s, row, output_row(p, r), b, t, count, Logit::narrow(p.mask_value));
           __syncthreads();
           continue;
         }
@@ -763,6 +978,7 @@ struct FilterRowAgent {
         SGTOPK_FILTER_ROUTE(kRouteExact);
       }
       // The exact route.
+      u32 max_key;
       if (top_k_on) {
         // One pass: the largest key, and the first digit round (all keys).
         for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
@@ -780,7 +996,7 @@ struct FilterRowAgent {
         atomicMax(&s.max_key, local_max);
         __syncthreads();
         const Found first = scan_digits(s.count, static_cast<u64>(k), s.scratch);
-        const u32 max_key = s.max_key;
+        max_key = s.max_key;
         // The keys at or above the digit: every top-k survivor, hence every
         // key a later round, the survivors' mass or top-p counts.
         const u64 candidates = first.above + s.count[first.digit];
@@ -802,18 +1018,11 @@ struct FilterRowAgent {
           if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
         }
       } else {  // top-p alone
-        // The largest key (the first of the order).
-        if (threadIdx.x == 0) s.max_key = 0u;
-        __syncthreads();
-        u32 local_max = 0u;
-        for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
-        atomicMax(&s.max_key, local_max);
-        __syncthreads();
-        const u32 max_key = s.max_key;
-        __syncthreads();
+        max_key = largest_key(s, row);  // the first of the order
         top_p_alone(s, row, top_p, max_key, b, t);
       }
-      write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+      if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
+      if (mask) write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
       __syncthreads();
     }
   }
