@@ -172,13 +172,26 @@ struct ShortRowAgent {
       }
     }
     __syncthreads();
-    unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
-    for (u32 i = threadIdx.x; i < count; i += kThreads) {
+    // Every thread counts: kThreads / count threads (at least 2) share each
+    // member's count, each over a slice of the members, and add their parts
+    // into the first histogram's words past next_slot (still clear). One
+    // thread a member left the others idle at the barrier, for as many
+    // compares as the bin has members.
+    u32* ranks = next_slot + 1;
+    const u32 helpers = static_cast<u32>(kThreads) / count;
+    if (threadIdx.x < helpers * count) {
+      const u32 i = threadIdx.x % count, part = threadIdx.x / count;
+      const u32 slice = (count + helpers - 1u) / helpers;
+      const u32 begin = part * slice, end = min_of(count, begin + slice);
       const u64 mine = members[i];
       u32 before = 0u;
-      for (u32 j = 0; j < count; ++j) before += members[j] > mine ? 1u : 0u;
-      keys[~static_cast<u32>(mine)] = before < take ? 0xffffu : 0u;
+      for (u32 j = begin; j < end; ++j) before += members[j] > mine ? 1u : 0u;
+      if (before != 0u) atomicAdd(&ranks[i], before);
     }
+    __syncthreads();
+    unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
+    for (u32 i = threadIdx.x; i < count; i += kThreads)
+      keys[~static_cast<u32>(members[i])] = ranks[i] < take ? 0xffffu : 0u;
     __syncthreads();
   }
 
