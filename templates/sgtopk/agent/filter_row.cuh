@@ -357,6 +357,18 @@ struct FilterRowAgent {
     return target;
   }
 
+  // The exact route's gather: every key of the row whose first digit is at
+  // least `digit` (`count` of them, counted by the first digit round and at
+  // most kFilterCandidates) into the candidate buffer, s.candidates at 0.
+  static SGTOPK_DEVICE Candidates gather_from_digit(Shared& s, const Row& row, u32 digit, u64 count) {
+    for (int i = threadIdx.x; i < row.len; i += kThreads) {
+      const u32 key = row.key(i);
+      if ((key >> 21) >= digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
+    }
+    __syncthreads();
+    return Candidates{s.candidate_key, static_cast<int>(count)};
+  }
+
   // Top-p alone (every key survives), after the pass that found max_key: one
   // pass histograms every key's count and mass by its first digit (Z is the
   // mass histogram's sum), which is also the first mass round; the keys at or
@@ -407,12 +419,7 @@ struct FilterRowAgent {
     u64 mass_above = 0;
     u32 bp;
     if (candidates <= static_cast<u64>(kFilterCandidates)) {
-      for (int i = threadIdx.x; i < row.len; i += kThreads) {
-        const u32 key = row.key(i);
-        if ((key >> 21) >= first.digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
-      }
-      __syncthreads();
-      const Candidates c{s.candidate_key, static_cast<int>(candidates)};
+      const Candidates c = gather_from_digit(s, row, first.digit, candidates);
       bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
     } else {
       bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
@@ -1003,12 +1010,7 @@ struct FilterRowAgent {
         __syncthreads();  // count is cleared by the next round
         u64 above = 0;
         if (candidates <= static_cast<u64>(kFilterCandidates)) {
-          for (int i = threadIdx.x; i < row.len; i += kThreads) {
-            const u32 key = row.key(i);
-            if ((key >> 21) >= first.digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
-          }
-          __syncthreads();
-          const Candidates c{s.candidate_key, static_cast<int>(candidates)};
+          const Candidates c = gather_from_digit(s, row, first.digit, candidates);
           b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
           t = static_cast<u32>(static_cast<u64>(k) - above);
           if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
