@@ -3,7 +3,7 @@
 
     python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
         [--rounds 7] [--no-torch] [--dtypes f32,bf16,f16]
-        [--policy-toml TEXT]
+        [--policy-toml TEXT] [--temperature T] [--outputs mask|sample|mask+sample|candidates:C]
 
 Per shape: compile a filter plan (mask output, out of place: every entry of
 `out` written), run once and check each row's kept set against the
@@ -15,6 +15,12 @@ hold them) and the sort-based torch chain on the same tensors. Floor = (read +
 write of every logit, at the logits' width) / read bandwidth, measured in the
 same run. With bf16 / fp16 logits the reference runs on the same 2-byte values
 widened to fp32 (exact: the kernel keeps the same set of the same values).
+--outputs picks what a call writes (default mask): `sample` is one sampled
+token a row without the mask (the logits only read: floor = one read),
+`mask+sample` both, `candidates:C` the first C kept tokens with their logits
+and probabilities (no mask). Exactness is checked on the mask where there is
+one, on the candidates' sets where asked, and on the token's membership in
+the kept set for `sample`.
 Writes DIR/filter-<date>-<commit>.json and .md; prints the table last.
 Exit status: 0 all exact, 1 otherwise, 2 setup failure.
 """
@@ -84,6 +90,8 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
     ap.add_argument("--policy-toml", default=None, help="policy TOML text every plan is compiled with")
     ap.add_argument("--dtypes", default="f32", help="logits' types, read natively: f32, bf16, f16 (comma list)")
+    ap.add_argument("--temperature", type=float, default=1.0, help="temperature applied before top-p (one value for every row)")
+    ap.add_argument("--outputs", default="mask", help="mask, sample, mask+sample or candidates:C")
     args = ap.parse_args()
     torch = bs.torch
     if torch is None or not torch.cuda.is_available():
@@ -95,6 +103,17 @@ def main():
     commit, _ = bs.git_commit()
     results, all_exact = [], True
     dtypes = args.dtypes.split(",")
+    outputs = args.outputs
+    capacity = 0
+    if outputs.startswith("candidates:"):
+        capacity = int(outputs.split(":")[1])
+        outputs = "candidates"
+    if outputs not in ("mask", "sample", "mask+sample", "candidates"):
+        print(f"bench_filter: unknown --outputs {args.outputs!r}", file=sys.stderr)
+        return 2
+    with_mask = outputs in ("mask", "mask+sample")
+    flags = (sg.SGTOPK_FILTER_MASK if with_mask else 0) | (sg.SGTOPK_FILTER_SAMPLE if "sample" in outputs else 0) | \
+        (sg.SGTOPK_FILTER_CANDIDATES if outputs == "candidates" else 0)
     for dt in dtypes:
         if dt not in ("f32", "bf16", "f16"):
             print(f"bench_filter: unknown dtype {dt!r} (f32, bf16, f16)", file=sys.stderr)
@@ -104,48 +123,81 @@ def main():
         sgdtype = {"f32": sg.F32, "bf16": sg.BF16, "f16": sg.F16}[dt]
         esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
-        plan = lib.compile(k=0, rows=rows, width=vocab, op=sg.OP_FILTER, flags=sg.SGTOPK_FILTER_MASK, device=0,
+        plan = lib.compile(k=capacity, rows=rows, width=vocab, op=sg.OP_FILTER, flags=flags, device=0,
                            dtype=sgdtype, policy_toml=args.policy_toml)
         nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
         xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]
-        outs = [torch.full_like(x, float("nan")) for x in xs]
+        outs = [torch.full_like(x, float("nan")) if with_mask else None for x in xs]
+        extra = [{} for _ in xs]
+        for e in extra:
+            if "sample" in outputs:
+                e["sampled_tokens"] = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
+                e["seed_value"] = 1234
+            if outputs == "candidates":
+                e["candidate_indices"] = torch.full((rows, capacity), -7, dtype=torch.int32, device="cuda")
+                e["candidate_logits"] = torch.full((rows, capacity), float("nan"), device="cuda")
+                e["candidate_probs"] = torch.full((rows, capacity), float("nan"), device="cuda")
+                e["candidate_counts"] = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
         torch.cuda.synchronize()
-        args_list = [sg.filter_args(logits=x, out=o, top_k_value=args.k, top_p_value=args.p) for x, o in zip(xs, outs)]
+        args_list = [sg.filter_args(logits=x, out=o if with_mask else 0, top_k_value=args.k, top_p_value=args.p,
+                                    temperature_value=args.temperature, **e) for x, o, e in zip(xs, outs, extra)]
         plan.filter(args_list[0], stream=stream.cuda_stream)
         stream.synchronize()
-        keep, ambiguous = reference_keep(xs[0].float(), args.k, args.p)
-        got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
-        bad = ((got != keep).any(dim=1) & ~ambiguous)
+        t32 = torch.tensor(args.temperature, dtype=torch.float32).item()  # the args hold the temperature as a float
+        scaled = (xs[0].double() / t32).float() if args.temperature != 1.0 else xs[0].float()  # = IEEE float x / T
+        keep, ambiguous = reference_keep(scaled, args.k, args.p)
+        bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
+        if with_mask:
+            got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
+            bad |= (got != keep).any(dim=1)
+        if "sample" in outputs:
+            tok = extra[0]["sampled_tokens"].long()
+            inside = (tok >= 0) & (tok < vocab)
+            bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
+        if outputs == "candidates":
+            cnt = extra[0]["candidate_counts"].long()
+            bad |= cnt != keep.sum(dim=1)
+            idx = extra[0]["candidate_indices"].long()
+            col = torch.arange(capacity, device="cuda").expand(rows, capacity)
+            written = col < cnt.clamp(max=capacity).unsqueeze(1)
+            got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
+            bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
+        bad &= ~ambiguous
         exact = not bool(bad.any())
         all_exact &= exact
         graphs = [plan.graph(a) for a in args_list]
         ms, _, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in graphs], stream, args.rounds)
         torch_ms = None
         if not args.no_torch:
-            ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, args.k, args.p) for x, o in zip(xs, outs)],
+            touts = outs if with_mask else [torch.empty_like(x) for x in xs]
+            ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, args.k, args.p) for x, o in zip(xs, touts)],
                                        stream, max(3, args.rounds // 2), max_reps=20)
             torch_ms = ms_t
-        floor_ms = rows * vocab * 2 * esize / (bw * 1e9) * 1e3
-        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "dtype": dt, "mode": "mask",
+        floor_ms = rows * vocab * (2 if with_mask else 1) * esize / (bw * 1e9) * 1e3
+        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "temperature": args.temperature,
+             "dtype": dt, "mode": args.outputs,
              "family": "filter_row", "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
              "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
              "ambiguous_rows": int(ambiguous.sum())}
         results.append(r)
         print(f"filter {dt} {rows}x{vocab}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
               f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
-        del graphs, xs, outs
+        del graphs, xs, outs, extra
         plan.close()
         torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
            "read_bandwidth_GBps": bw, "policy_toml": args.policy_toml, "runs": results}
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"filter-{date}-{commit}")
+    suffix = "" if args.outputs == "mask" and args.temperature == 1.0 else \
+        "-" + args.outputs.replace(":", "").replace("+", "-") + ("" if args.temperature == 1.0 else f"-t{args.temperature:g}")
+    base = os.path.join(args.out, f"filter{suffix}-{date}-{commit}")
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
-             f"k = {args.k}, p = {args.p}, mask mode (out of place)\n",
+             f"k = {args.k}, p = {args.p}, temperature {args.temperature}, outputs {args.outputs}"
+             f"{' (mask out of place)' if with_mask else ''}\n",
              "| dtype | batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
