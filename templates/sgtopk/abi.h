@@ -207,7 +207,10 @@ SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorte
 constexpr int kFilterDigitBits = 11;
 constexpr int kFilterCandidates = 8192;  // 32 KB of keys and 32 KB of indices
 struct FilterRowShared {
-  u64 mass[1 << kFilterDigitBits];
+  union {
+    u64 mass[1 << kFilterDigitBits];
+    u32 mass_words[2][1 << kFilterDigitBits];  // while a pass adds: low words, then high words (add_mass)
+  };
   u32 count[1 << kFilterDigitBits];
   u64 scratch[36];  // a block scan's 33 words and a digit search's answer
   u64 total;

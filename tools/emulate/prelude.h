@@ -105,6 +105,7 @@ inline unsigned __match_any_sync(unsigned mask, unsigned v) {
 #define SGTOPK_EMULATE 1
 namespace sgtopk::hw {
 inline unsigned short f16_bits(float x) { return emu_f16_bits(x); }
+inline float f16_to_float(unsigned short h) { _Float16 x; std::memcpy(&x, &h, 2); return static_cast<float>(x); }
 inline unsigned f16x2_bits(float a, float b) { return emu_f16_bits(a) | (static_cast<unsigned>(emu_f16_bits(b)) << 16); }
 inline void prefetch_l2(const void*) {}
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }

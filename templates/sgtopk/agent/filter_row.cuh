@@ -35,7 +35,7 @@
 // (read + write). Otherwise the later rounds read the row: 4 passes for
 // top-k alone, 8 with top-p. Top-p alone: the largest key; then one pass
 // histograms count and mass by first digit (Z is the mass's sum, the first
-// mass round its search); the keys at or above its digit, when they fit the
+// mass round its search); the keys of its digit, when they fit the
 // buffer, are gathered by a third and the later rounds run over them: 4
 // passes with the mask's, else 5 (rounds 1 and 2 over the row). A key gives back the scaled value it came from (but
 // for -0 and NaN, whose images carry the same mass), so a round or sum over
@@ -69,9 +69,9 @@
 namespace sgtopk {
 
 // The logits' element types. bf16 and fp16 are read as raw 16-bit patterns
-// and widened to float exactly by bit manipulation (every bf16 / fp16 value,
-// infinity and NaN is a float; the same code on the device and the host
-// emulator); a finite mask value is narrowed to them by round to nearest
+// and widened to float exactly (every bf16 / fp16 value, infinity and NaN is
+// a float): bf16 by a shift, fp16 by the conversion instruction
+// (hw::f16_to_float; the host emulator converts through _Float16); a finite mask value is narrowed to them by round to nearest
 // even (an out-of-range one to the infinity of its sign, NaN to a quiet NaN).
 template <int kDtype>
 struct FilterLogit;
@@ -94,15 +94,7 @@ struct FilterLogit<kFilterBf16> {
 template <>
 struct FilterLogit<kFilterF16> {
   typedef unsigned short Elem;
-  static SGTOPK_DEVICE float widen(Elem h) {
-    const u32 sign = static_cast<u32>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mant << 13));  // infinity, NaN
-    if (exp == 0u) {  // zero, subnormal: mant * 2^-24, exact in float
-      const float m = static_cast<float>(mant) * 5.9604644775390625e-8f;
-      return __uint_as_float(sign | __float_as_uint(m));
-    }
-    return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
-  }
+  static SGTOPK_DEVICE float widen(Elem h) { return hw::f16_to_float(h); }  // exact; a NaN's payload never matters
   static SGTOPK_DEVICE Elem narrow(float x) {
     const u32 bits = __float_as_uint(x), sign = (bits >> 16) & 0x8000u, a = bits & 0x7fffffffu;
     if (a > 0x7f800000u) return static_cast<Elem>(sign | 0x7e00u);  // NaN: quiet
@@ -213,6 +205,35 @@ struct FilterRowAgent {
     return static_cast<u64>(static_cast<double>(m) * static_cast<double>(kMassOne) + 0.5);
   }
 
+  // Adds mass m (< 2^64 over the bin's sum) to bin d with 32-bit shared
+  // atomics: a 64-bit one is a compare-and-swap loop, slow where many keys
+  // share a digit. The low word wraps; each wrap adds one to the high word.
+  // join_mass() makes s.mass the bins' sums again.
+  static SGTOPK_DEVICE void add_mass(Shared& s, u32 d, u64 m) {
+    const u32 low = static_cast<u32>(m);
+    u32 high = static_cast<u32>(m >> 32);
+    if (low != 0u) {
+      const u32 before = atomicAdd(&s.mass_words[0][d], low);
+      if (before + low < before) ++high;
+    }
+    if (high != 0u) atomicAdd(&s.mass_words[1][d], high);
+  }
+  // After a pass of add_mass (its barrier first), s.mass[d] = the sum of bin d.
+  static SGTOPK_DEVICE void join_mass(Shared& s) {
+    constexpr int kPer = kDigits / kThreads;
+    u64 sum[kPer];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int d = static_cast<int>(threadIdx.x) + j * kThreads;
+      sum[j] = (static_cast<u64>(s.mass_words[1][d]) << 32) | s.mass_words[0][d];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) s.mass[static_cast<int>(threadIdx.x) + j * kThreads] = sum[j];
+    __syncthreads();
+  }
+
   // The digit, from the top, where the running sum of `bins` reaches
   // `target` (>= 1), and the sum above it; digit 0 when the bins hold less.
   // Thread t owns kPer consecutive digits from the top: a block prefix sum
@@ -265,15 +286,16 @@ struct FilterRowAgent {
         if ((key & group_mask) != prefix) continue;
         if (tk != 0xffffffffu && key <= bk) continue;  // bk's copies: added once below
         const u32 d = (key >> shift) & ((1u << bits) - 1u);
-        if (mass) atomicAdd(&s.mass[d], static_cast<unsigned long long>(mass_of(row.scaled(i), top)));
+        if (mass) add_mass(s, d, mass_of(row.scaled(i), top));
         else atomicAdd(&s.count[d], 1u);
       }
       if (threadIdx.x == 0 && tk != 0xffffffffu && tk > 0u && (bk & group_mask) == prefix) {
         const u32 d = (bk >> shift) & ((1u << bits) - 1u);
-        if (mass) atomicAdd(&s.mass[d], static_cast<unsigned long long>(static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top)));
+        if (mass) add_mass(s, d, static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top));
         else atomicAdd(&s.count[d], tk);
       }
-      __syncthreads();
+      if (mass) join_mass(s);
+      else __syncthreads();
       const Found f = mass ? scan_digits(s.mass, target - above, s.scratch) : scan_digits(s.count, target - above, s.scratch);
       above += f.above;
       prefix |= f.digit << shift;
@@ -357,13 +379,16 @@ struct FilterRowAgent {
     return target;
   }
 
-  // The exact route's gather: every key of the row whose first digit is at
-  // least `digit` (`count` of them, counted by the first digit round and at
-  // most kFilterCandidates) into the candidate buffer, s.candidates at 0.
-  static SGTOPK_DEVICE Candidates gather_from_digit(Shared& s, const Row& row, u32 digit, u64 count) {
+  // The exact route's gather: every key of the row whose first digit lies
+  // in [low, high] (`count` of them, counted by the first digit round and at
+  // most kFilterCandidates) into the candidate buffer, s.candidates at 0;
+  // one shared atomic a warp.
+  static SGTOPK_DEVICE Candidates gather_digits(Shared& s, const Row& row, u32 low, u32 high, u64 count) {
     for (int i = threadIdx.x; i < row.len; i += kThreads) {
       const u32 key = row.key(i);
-      if ((key >> 21) >= digit) s.candidate_key[atomicAdd(&s.candidates, 1u)] = key;
+      const bool take = (key >> 21) >= low && (key >> 21) <= high;
+      const u32 slot = warp_append(take, &s.candidates);
+      if (take) s.candidate_key[slot] = key;
     }
     __syncthreads();
     return Candidates{s.candidate_key, static_cast<int>(count)};
@@ -371,10 +396,10 @@ struct FilterRowAgent {
 
   // Top-p alone (every key survives), after the pass that found max_key: one
   // pass histograms every key's count and mass by its first digit (Z is the
-  // mass histogram's sum), which is also the first mass round; the keys at or
-  // above the digit it finds hold every key a later round counts, and when
-  // they fit the candidate buffer one pass gathers them and the later rounds
-  // run over it. Otherwise rounds 1 and 2 read the row. The same integers as
+  // mass histogram's sum), which is also the first mass round; the keys of
+  // the digit it finds are every key a later round counts (those above are
+  // its `above`), and when they fit the candidate buffer one pass gathers
+  // them and the later rounds run over it. Otherwise rounds 1 and 2 read the row. The same integers as
   // top_p_boundary(row, ...) at every step, hence the same b and t.
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t) {
@@ -395,31 +420,25 @@ struct FilterRowAgent {
       const u64 m = mass_of(x, top);
       local += m;
       atomicAdd(&s.count[d], 1u);
-      if (m != 0u) atomicAdd(&s.mass[d], static_cast<unsigned long long>(m));
+      add_mass(s, d, m);
     }
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
-    __syncthreads();
+    join_mass(s);
     const u64 total = s.total;
-    __syncthreads();  // s.total counts the candidates next
+    __syncthreads();  // every thread has read the total
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
       return;
     }
     const u64 target = mass_target(top_p, total);
-    if (threadIdx.x == 0) s.total = 0u;
-    const Found first = scan_digits(s.mass, target, s.scratch);  // its barriers order the reset
-    u64 at_or_above = 0;
-    for (int i = threadIdx.x; i < kDigits; i += kThreads)
-      if (static_cast<u32>(i) >= first.digit) at_or_above += s.count[i];
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(at_or_above));
-    __syncthreads();
-    const u64 candidates = s.total;
+    const Found first = scan_digits(s.mass, target, s.scratch);
+    const u64 candidates = s.count[first.digit];  // the later rounds count within its digit only
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
     if (candidates <= static_cast<u64>(kFilterCandidates)) {
-      const Candidates c = gather_from_digit(s, row, first.digit, candidates);
+      const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
       bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
     } else {
       bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
@@ -1010,7 +1029,7 @@ struct FilterRowAgent {
         __syncthreads();  // count is cleared by the next round
         u64 above = 0;
         if (candidates <= static_cast<u64>(kFilterCandidates)) {
-          const Candidates c = gather_from_digit(s, row, first.digit, candidates);
+          const Candidates c = gather_digits(s, row, first.digit, kDigits - 1u, candidates);
           b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
           t = static_cast<u32>(static_cast<u64>(k) - above);
           if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
