@@ -223,13 +223,13 @@
 // [filter] top-k / top-p: the filter_row family's CTA and its sampled route;
 // Qrita's keys reserved.
 #define SGTOPK_POLICY_FILTER(X) \
-  X(INT, block_threads, 512, (128, 1024, kPow2), \
-    "threads per CTA of the filter_row family (one CTA a row; at 1024 its 64 registers a thread make ptxas spill)") \
+  X(INT, block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA of the filter_row family (one CTA a row, two an SM)") \
   X(INT, sample_size, 1024, (0, 8192), \
     "values of a row the sampled route samples (held in the candidate buffer, hence at most its 8192); 0: the exact route only") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
-  X(INT, loads_in_flight, 4, (1, 8), \
+  X(INT, loads_in_flight, 2, (1, 8), \
     "16-byte loads a thread keeps in flight in the sampled route's passes over the row (gather, row mass)") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \

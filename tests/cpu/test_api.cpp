@@ -944,19 +944,19 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.family, "filter_row");
   EXPECT_EQ(plan.entry, "sgtopk_filter_row");
   EXPECT_EQ(plan.agent_header, "sgtopk/agent/filter_row.cuh");
-  EXPECT_EQ(plan.block, 512u);
+  EXPECT_EQ(plan.block, 1024u);
   EXPECT_EQ(plan.grid, 8u);  // fewer rows than CTAs the GPU holds: one CTA a row
   EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
   EXPECT_EQ(plan.workspace_bytes, 0u);
-  EXPECT_EQ(plan.constant("kThreads"), "512");
+  EXPECT_EQ(plan.constant("kThreads"), "1024");
   EXPECT_EQ(plan.constant("kDtype"), "0");
   EXPECT_EQ(plan.constant("kSampleSize"), "1024");
   EXPECT_EQ(plan.constant("kSampleSigmas"), "4");
-  EXPECT_EQ(plan.constant("kLoadsInFlight"), "4");
+  EXPECT_EQ(plan.constant("kLoadsInFlight"), "2");
   EXPECT_EQ(plan.constant("kOutputs"), std::to_string(sgtopk::kFilterOutMask));  // the mask alone
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
-  EXPECT_TRUE(contains(plan.reason, "filter.block_threads 512")) << plan.reason;
+  EXPECT_TRUE(contains(plan.reason, "filter.block_threads 1024")) << plan.reason;
   EXPECT_TRUE(contains(plan.reason, "filter.sample_size 1024")) << plan.reason;
   // Many rows: the CTAs the GPU holds at once take every grid-th row.
   const detail::Plan many = filter_plan(100000, 128256);
@@ -984,9 +984,9 @@ TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls)
   ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK) << sgtopk_last_error();
   EXPECT_STREQ(info.family, "filter_row");
   EXPECT_TRUE(is_hex32(info.cache_key));
-  EXPECT_EQ(info.block[0], 512u);
+  EXPECT_EQ(info.block[0], 1024u);
   EXPECT_EQ(info.workspace_bytes, 0u);
-  EXPECT_TRUE(contains(info.parameters, "kThreads=512")) << info.parameters;
+  EXPECT_TRUE(contains(info.parameters, "kThreads=1024")) << info.parameters;
   const std::string text = sgtopk_plan_text(plan);
   for (const char* needle : {"problem:   filter rows=8 width=32000 pitch=32000 dtype=f32 +mask", "family:    filter_row",
                              "sgtopk/agent/filter_row.cuh", "entry sgtopk_filter_row", "[filter]"})

@@ -232,8 +232,8 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "problem:   filter rows=8 width=32000")) << r.show();
   EXPECT_TRUE(contains(r.out, "family:    filter_row")) << r.show();
-  EXPECT_TRUE(contains(r.out, "filter.block_threads 512")) << r.show();
-  EXPECT_TRUE(contains(r.out, "kThreads = 512")) << r.show();
+  EXPECT_TRUE(contains(r.out, "filter.block_threads 1024")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kThreads = 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "kSampleSize = 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "dtype=f32")) << r.show();
   // --dtype: the logits' element type, in the problem and the kernel's Config.
