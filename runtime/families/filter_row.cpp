@@ -14,10 +14,11 @@ namespace sgtopk::detail {
 namespace {
 
 // The CTAs of `threads` and `bytes` of shared memory an SM holds at once:
-// its 2048 threads, and its shared memory (the per-block limit and 1 KB,
-// with 1 KB reserved per CTA from sm_80 on).
+// its 2048 threads, its 65536 registers at the kernel's 64 a thread (the
+// launch bounds below hold it to that), and its shared memory (the
+// per-block limit and 1 KB, with 1 KB reserved per CTA from sm_80 on).
 int ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
-  int ctas = 2048 / threads;
+  int ctas = std::min(2048 / threads, 65536 / (threads * 64));
   const unsigned limit = max_dynamic_shared_bytes(arch);
   if (limit != 0u) ctas = std::min(ctas, static_cast<int>((limit + 1024u) / (bytes + 1024u)));
   return std::max(1, ctas);
@@ -28,18 +29,17 @@ int ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
   const int threads = policy.filter.block_threads;
   plan.block = static_cast<unsigned>(threads);
-  // No occupancy hint: one CTA of 1024 already fills half an SM, and a cap on
-  // registers would only risk spills.
-  plan.min_blocks_per_sm = 1;
   // About 88 KB (the candidates' keys and indices are 64 KB): past the
   // default 48 KB, so the loader opts in (kernel_module.cpp), within every
-  // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90.
+  // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90 by memory.
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
+  // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
+  // threads, two (64 registers a thread); at 1024, one.
+  plan.min_blocks_per_sm = static_cast<unsigned>(ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));
   // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
   // shared memory permitting) on every SM, so rows past live_rows cost no
   // empty CTAs.
-  plan.grid = static_cast<unsigned>(std::min<int64_t>(
-      p.rows, int64_t{target.sm_count} * ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch)));
+  plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * plan.min_blocks_per_sm));
   // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
   // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
   // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte

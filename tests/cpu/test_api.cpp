@@ -958,10 +958,12 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
   EXPECT_TRUE(contains(plan.reason, "filter.block_threads 1024")) << plan.reason;
   EXPECT_TRUE(contains(plan.reason, "filter.sample_size 1024")) << plan.reason;
-  // Many rows: the CTAs the GPU holds at once take every grid-th row.
+  // Many rows: the CTAs the GPU holds at once take every grid-th row; one
+  // CTA of 1024 an SM (64 registers a thread fill the register file).
   const detail::Plan many = filter_plan(100000, 128256);
   const detail::Target sm90 = detail::resolve_target(-1, "sm_90", "sm_90");
-  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count));
+  EXPECT_EQ(many.min_blocks_per_sm, 1u);
   sgtopk_problem p = filter_problem();
   const detail::Plan small = detail::make_plan(detail::validate_problem(&p),
                                                detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
@@ -973,6 +975,7 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   const detail::Plan small_many = detail::make_plan(detail::validate_problem(&p),
                                                     detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
   EXPECT_EQ(small_many.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  EXPECT_EQ(small_many.min_blocks_per_sm, 2u);  // the launch bounds hold it to 128 registers a thread
 }
 
 TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls) {

@@ -124,6 +124,9 @@ struct FilterRowAgent {
   static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   // The candidate or sample output compiled in (abi.h's kFilterOut*).
   static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
+  // The exact route's passes (for_each_key): one load in flight where the
+  // outputs' code leaves no registers for more (ptxas would spill).
+  static constexpr int kExactLoads = kMoreOutputs ? 1 : kLoadsInFlight;
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
@@ -157,6 +160,7 @@ struct FilterRowAgent {
   }
 
   struct Row {
+    static constexpr bool kStreamed = true;  // for_each_key reads it in 16-byte loads
     const Elem* logits;
     int len;
     double inverse;  // 1 / T in double (correctly rounded): divide()'s factor
@@ -175,6 +179,7 @@ struct FilterRowAgent {
   // scaled value it came from (+0 for -0, a NaN for a NaN: the same mass);
   // `rows` (where set) their row indices.
   struct Candidates {
+    static constexpr bool kStreamed = false;
     const u32* keys;
     int len;
     const u32* rows;
@@ -188,6 +193,7 @@ struct FilterRowAgent {
   // element (0): a count round over them finds the j-th copy's index.
   template <typename Source>
   struct CopiesOf {
+    static constexpr bool kStreamed = false;
     Source src;  // a copy (a few words): no address taken, no local memory
     u32 b;
     int len;
@@ -281,14 +287,13 @@ struct FilterRowAgent {
         s.mass[i] = 0u;
       }
       __syncthreads();
-      for (int i = threadIdx.x; i < row.len; i += kThreads) {
-        const u32 key = row.key(i);
-        if ((key & group_mask) != prefix) continue;
-        if (tk != 0xffffffffu && key <= bk) continue;  // bk's copies: added once below
+      for_each_key(row, [&](float x, u32 key, int) {
+        if ((key & group_mask) != prefix) return;
+        if (tk != 0xffffffffu && key <= bk) return;  // bk's copies: added once below
         const u32 d = (key >> shift) & ((1u << bits) - 1u);
-        if (mass) add_mass(s, d, mass_of(row.scaled(i), top));
+        if (mass) add_mass(s, d, mass_of(x, top));
         else atomicAdd(&s.count[d], 1u);
-      }
+      });
       if (threadIdx.x == 0 && tk != 0xffffffffu && tk > 0u && (bk & group_mask) == prefix) {
         const u32 d = (bk >> shift) & ((1u << bits) - 1u);
         if (mass) add_mass(s, d, static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top));
@@ -336,10 +341,9 @@ struct FilterRowAgent {
   template <typename Source>
   static SGTOPK_DEVICE u64 survivors_mass(Shared& s, const Source& row, float top, u32 b, u32 t) {
     u64 local = 0;
-    for (int i = threadIdx.x; i < row.len; i += kThreads) {
-      const u32 key = row.key(i);
-      if (t == 0xffffffffu || key > b) local += mass_of(row.scaled(i), top);
-    }
+    for_each_key(row, [&](float x, u32 key, int) {
+      if (t == 0xffffffffu || key > b) local += mass_of(x, top);
+    });
     if (threadIdx.x == 0) s.total = 0u;
     __syncthreads();
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
@@ -384,12 +388,11 @@ struct FilterRowAgent {
   // most kFilterCandidates) into the candidate buffer, s.candidates at 0;
   // one shared atomic a warp.
   static SGTOPK_DEVICE Candidates gather_digits(Shared& s, const Row& row, u32 low, u32 high, u64 count) {
-    for (int i = threadIdx.x; i < row.len; i += kThreads) {
-      const u32 key = row.key(i);
+    for_each_key(row, [&](float, u32 key, int) {
       const bool take = (key >> 21) >= low && (key >> 21) <= high;
       const u32 slot = warp_append(take, &s.candidates);
       if (take) s.candidate_key[slot] = key;
-    }
+    });
     __syncthreads();
     return Candidates{s.candidate_key, static_cast<int>(count)};
   }
@@ -414,14 +417,13 @@ struct FilterRowAgent {
     }
     __syncthreads();
     u64 local = 0;
-    for (int i = threadIdx.x; i < row.len; i += kThreads) {
-      const float x = row.scaled(i);
-      const u32 d = ordered_key(x) >> 21;
+    for_each_key(row, [&](float x, u32 key, int) {
+      const u32 d = key >> 21;
       const u64 m = mass_of(x, top);
       local += m;
       atomicAdd(&s.count[d], 1u);
       add_mass(s, d, m);
-    }
+    });
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
     join_mass(s);
     const u64 total = s.total;
@@ -489,7 +491,7 @@ struct FilterRowAgent {
   // thread, then the body in 16-byte loads, kPerVector elements a thread.
   // visit(words, first, valid): element(words, u) is element first + u where
   // bit u of valid is set.
-  template <typename Visit>
+  template <int kLoads = kLoadsInFlight, typename Visit>
   static SGTOPK_DEVICE void stream_row(const Elem* row, int len, Visit& visit) {
     const Body body = body_of(row, len);
     const int scalars = body.head + (len - body.end);
@@ -503,20 +505,42 @@ struct FilterRowAgent {
     // kLoadsInFlight loads a thread issued before the first is visited (a
     // step covers kLoadsInFlight * kThreads vectors; the last may be partial).
     const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
-    for (int base = 0; base < body.vectors; base += kLoadsInFlight * kThreads) {
-      uint4 v[kLoadsInFlight];
+    for (int base = 0; base < body.vectors; base += kLoads * kThreads) {
+      uint4 v[kLoads];
 #pragma unroll
-      for (int u = 0; u < kLoadsInFlight; ++u) {
+      for (int u = 0; u < kLoads; ++u) {
         const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
         v[u].x = v[u].y = v[u].z = v[u].w = 0u;
         if (j < body.vectors) v[u] = __ldg(vectors + j);
       }
 #pragma unroll
-      for (int u = 0; u < kLoadsInFlight; ++u) {
+      for (int u = 0; u < kLoads; ++u) {
         const int j = base + u * kThreads + static_cast<int>(threadIdx.x);
         const u32 words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
         visit(words, body.head + j * kPerVector, j < body.vectors ? (1u << kPerVector) - 1u : 0u);
       }
+    }
+  }
+
+  // visit(scaled value, key, index) for each element of `src`, each thread
+  // its share: a Row through stream_row's 16-byte loads (a pass of one load
+  // a thread at a time leaves one CTA a row latency-bound), candidates one
+  // a thread. Every thread makes the same number of steps (warp collectives
+  // inside `visit` see the converged warp, less the lanes past the end).
+  template <typename Source, typename Visit>
+  static SGTOPK_DEVICE void for_each_key(const Source& src, Visit&& visit) {
+    if constexpr (Source::kStreamed) {
+      auto each = [&](const u32(&words)[4], int first, u32 valid) {
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) {
+            const float x = src.scale(element(words, u));
+            visit(x, ordered_key(x), first + u);
+          }
+      };
+      stream_row<kExactLoads>(src.logits, src.len, each);
+    } else {
+      for (int i = threadIdx.x; i < src.len; i += kThreads) visit(src.scaled(i), src.key(i), i);
     }
   }
 
@@ -792,7 +816,7 @@ struct FilterRowAgent {
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
     u32 local_max = 0u;
-    for (int i = threadIdx.x; i < row.len; i += kThreads) local_max = max_of(local_max, row.key(i));
+    for_each_key(row, [&](float, u32 key, int) { local_max = max_of(local_max, key); });
     atomicMax(&s.max_key, local_max);
     __syncthreads();
     const u32 max_key = s.max_key;
@@ -1014,11 +1038,10 @@ struct FilterRowAgent {
         }
         __syncthreads();
         u32 local_max = 0u;
-        for (int i = threadIdx.x; i < row.len; i += kThreads) {
-          const u32 key = row.key(i);
+        for_each_key(row, [&](float, u32 key, int) {
           local_max = max_of(local_max, key);
           atomicAdd(&s.count[key >> 21], 1u);
-        }
+        });
         atomicMax(&s.max_key, local_max);
         __syncthreads();
         const Found first = scan_digits(s.count, static_cast<u64>(k), s.scratch);
