@@ -310,6 +310,21 @@ struct FilterRowAgent {
     return prefix;
   }
 
+  // Writes the row where every copy of b is kept (key >= b), else
+  // mask_value: one pass of 16-byte loads and no barrier. Each element is
+  // read and then written by one thread, so `out` may be the logits.
+  static SGTOPK_DEVICE void write_at_or_above(const Row& row, Elem* out, u32 b, Elem mask_value) {
+    auto each = [&](const u32(&words)[4], int first, u32 valid) {
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((valid >> u) & 1u) {
+          const Elem x = element(words, u);  // kept: its bits untouched
+          out[first + u] = ordered_key(row.scale(x)) >= b ? x : mask_value;
+        }
+    };
+    stream_row<kExactLoads>(row.logits, row.len, each);
+  }
+
   // Writes the row: kept where key > b, or key == b among the first t by
   // index; else mask_value. Ranks of b's copies are counted only in a chunk
   // where the t-th copy falls (elsewhere they are all kept or all not).
@@ -405,7 +420,8 @@ struct FilterRowAgent {
   // them and the later rounds run over it. Otherwise rounds 1 and 2 read the row. The same integers as
   // top_p_boundary(row, ...) at every step, hence the same b and t.
   template <typename Source>
-  static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t) {
+  static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
+                                        u32* copies) {
     const float top = float_from_ordered_key(max_key);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
@@ -442,6 +458,7 @@ struct FilterRowAgent {
     if (candidates <= static_cast<u64>(kFilterCandidates)) {
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
       bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is the buffer's: all its copies
     } else {
       bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
     }
@@ -567,6 +584,17 @@ struct FilterRowAgent {
     for (int base = 0; base < c.len; base += kThreads) {
       const int i = base + static_cast<int>(threadIdx.x);
       n += static_cast<u32>(__syncthreads_count(i < c.len && c.key(i) >= key));
+    }
+    return n;
+  }
+
+  // The keys of `c` equal to `key`, counted by the whole block.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 count_copies(const Source& c, u32 key) {
+    u32 n = 0;
+    for (int base = 0; base < c.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      n += static_cast<u32>(__syncthreads_count(i < c.len && c.key(i) == key));
     }
     return n;
   }
@@ -1029,6 +1057,7 @@ struct FilterRowAgent {
       }
       // The exact route.
       u32 max_key;
+      u32 copies = 0xffffffffu;  // b's copies in the row where a buffer counted them
       if (top_k_on) {
         // One pass: the largest key, and the first digit round (all keys).
         for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
@@ -1056,6 +1085,7 @@ struct FilterRowAgent {
           b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
           t = static_cast<u32>(static_cast<u64>(k) - above);
           if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
+          copies = count_copies(c, b);  // b is at or above the buffer's digit: all its copies
         } else {
           b = boundary(s, row, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
           t = static_cast<u32>(static_cast<u64>(k) - above);
@@ -1063,10 +1093,16 @@ struct FilterRowAgent {
         }
       } else {  // top-p alone
         max_key = largest_key(s, row);  // the first of the order
-        top_p_alone(s, row, top_p, max_key, b, t);
+        top_p_alone(s, row, top_p, max_key, b, t, &copies);
       }
       if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
-      if (mask) write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+      if (mask) {
+        // Every copy of b kept: no ranks, no barrier (not compiled in with
+        // the other outputs, whose registers leave none for it).
+        if (!kMoreOutputs && copies != 0xffffffffu && t >= copies)
+          write_at_or_above(row, output_row(p, r), b, Logit::narrow(p.mask_value));
+        else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+      }
       __syncthreads();
     }
   }
