@@ -60,9 +60,16 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
 }
 
 // The filter has one family so far.
-std::string choose_filter_family(const Policy& policy, std::string* reason) {
-  *reason = "the filter's one family: one CTA a row of filter.block_threads " + std::to_string(policy.filter.block_threads) +
-            " threads; " +
+std::string choose_filter_family(const Problem& problem, const Policy& policy, const Target& target, std::string* reason) {
+  const FilterRowCta cta = filter_row_cta(problem, policy.filter, target.sm_count);
+  const std::string rows = std::to_string(problem.rows) + " rows", sms = std::to_string(target.sm_count) + " SMs";
+  *reason = "the filter's one family: one CTA a row of " +
+            (cta.few_rows ? "filter.few_rows_block_threads " + std::to_string(cta.threads) + " threads (" + rows +
+                                " within " + sms + " x filter.few_rows_per_sm " +
+                                std::to_string(policy.filter.few_rows_per_sm) + ")"
+                          : "filter.block_threads " + std::to_string(cta.threads) + " threads (" + rows + " past " +
+                                sms + " x filter.few_rows_per_sm " + std::to_string(policy.filter.few_rows_per_sm) + ")") +
+            ", " + std::to_string(cta.loads_in_flight) + " loads in flight; " +
             (policy.filter.sample_size == 0
                  ? std::string("filter.sample_size 0: the exact route (digit histograms over the row)")
                  : "a sample of filter.sample_size " + std::to_string(policy.filter.sample_size) +
@@ -96,7 +103,7 @@ Plan make_plan(const Problem& problem, const Policy& policy, const Target& targe
   std::string reason = "forced (options.family / --family)";
   const bool filter = problem.op == SGTOPK_OP_FILTER;
   const std::string name = !forced_family.empty() ? forced_family
-                           : filter               ? choose_filter_family(policy, &reason)
+                           : filter               ? choose_filter_family(problem, policy, target, &reason)
                                                   : choose_family(problem, policy, target, &reason);
   const Family* family = find_family(problem.op, name);
   if (family == nullptr) {

@@ -223,14 +223,21 @@
 // [filter] top-k / top-p: the filter_row family's CTA and its sampled route;
 // Qrita's keys reserved.
 #define SGTOPK_POLICY_FILTER(X) \
-  X(INT, block_threads, 1024, (128, 1024, kPow2), \
-    "threads per CTA of the filter_row family (one CTA a row, two an SM)") \
+  X(INT, block_threads, 512, (128, 1024, kPow2), \
+    "threads per CTA of the filter_row family past few_rows_per_sm rows an SM (one CTA a row, two an SM)") \
   X(INT, sample_size, 1024, (0, 8192), \
     "values of a row the sampled route samples (held in the candidate buffer, hence at most its 8192); 0: the exact route only") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(INT, loads_in_flight, 2, (1, 8), \
-    "16-byte loads a thread keeps in flight in the sampled route's passes over the row (gather, row mass)") \
+    "16-byte loads a thread keeps in flight in its passes over the row, past few_rows_per_sm rows an SM\n" \
+    "(more spill at 512 threads and 64 registers)") \
+  X(INT, few_rows_per_sm, 1, (0, 16), \
+    "at most this many rows an SM take the few-rows CTA below (0: never)") \
+  X(INT, few_rows_block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA with few rows (one CTA an SM at 64 registers a thread: more threads a row)") \
+  X(INT, few_rows_loads_in_flight, 2, (1, 8), \
+    "16-byte loads a thread keeps in flight with few rows (more would spill at 1024 threads)") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \

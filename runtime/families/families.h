@@ -35,6 +35,14 @@ void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, cons
 void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_short_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_filter_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+// A filter_row plan's CTA: filter.few_rows_block_threads and
+// few_rows_loads_in_flight for at most filter.few_rows_per_sm rows an SM,
+// else filter.block_threads and loads_in_flight.
+struct FilterRowCta {
+  int threads, loads_in_flight;
+  bool few_rows;
+};
+FilterRowCta filter_row_cta(const Problem& problem, const FilterPolicy& policy, int sm_count);
 // CTAs per row of a split plan (select.split.split_counts; 1: none fits).
 int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int sm_count);
 

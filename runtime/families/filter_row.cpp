@@ -26,8 +26,15 @@ int ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
 
 }  // namespace
 
+FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm_count) {
+  const bool few = p.rows <= int64_t{policy.few_rows_per_sm} * sm_count;
+  return few ? FilterRowCta{policy.few_rows_block_threads, policy.few_rows_loads_in_flight, true}
+             : FilterRowCta{policy.block_threads, policy.loads_in_flight, false};
+}
+
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
-  const int threads = policy.filter.block_threads;
+  const FilterRowCta cta = filter_row_cta(p, policy.filter, target.sm_count);
+  const int threads = cta.threads;
   plan.block = static_cast<unsigned>(threads);
   // About 88 KB (the candidates' keys and indices are 64 KB): past the
   // default 48 KB, so the loader opts in (kernel_module.cpp), within every
@@ -50,7 +57,7 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
                     .integer("kDtype", static_cast<int>(p.dtype))
                     .integer("kSampleSize", policy.filter.sample_size)
                     .integer("kSampleSigmas", policy.filter.sample_sigmas)
-                    .integer("kLoadsInFlight", policy.filter.loads_in_flight)
+                    .integer("kLoadsInFlight", cta.loads_in_flight)
                     .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
                                              (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
                                              (p.filter_sample ? sgtopk::kFilterOutSample : 0));

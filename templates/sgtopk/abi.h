@@ -208,8 +208,8 @@ constexpr int kFilterDigitBits = 11;
 constexpr int kFilterCandidates = 8192;  // 32 KB of keys and 32 KB of indices
 struct FilterRowShared {
   union {
-    u64 mass[1 << kFilterDigitBits];
-    u32 mass_words[2][1 << kFilterDigitBits];  // while a pass adds: low words, then high words (add_mass)
+    u32 mass_words[2][1 << kFilterDigitBits];  // a digit's mass: its low words, then its high words (add_mass)
+    u64 mass[1 << kFilterDigitBits];           // or the two joined (finish_mass, at 1024 threads)
   };
   u32 count[1 << kFilterDigitBits];
   u64 scratch[36];  // a block scan's 33 words and a digit search's answer

@@ -956,17 +956,25 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.constant("kOutputs"), std::to_string(sgtopk::kFilterOutMask));  // the mask alone
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
-  EXPECT_TRUE(contains(plan.reason, "filter.block_threads 1024")) << plan.reason;
+  EXPECT_TRUE(contains(plan.reason, "filter.few_rows_block_threads 1024 threads (8 rows within")) << plan.reason;
   EXPECT_TRUE(contains(plan.reason, "filter.sample_size 1024")) << plan.reason;
-  // Many rows: the CTAs the GPU holds at once take every grid-th row; one
-  // CTA of 1024 an SM (64 registers a thread fill the register file).
+  // One CTA of 1024 an SM (64 registers a thread fill the register file).
+  EXPECT_EQ(plan.min_blocks_per_sm, 1u);
+  // Many rows: filter.block_threads (512) with 2 loads in flight, two CTAs an
+  // SM, which take every grid-th row.
   const detail::Plan many = filter_plan(100000, 128256);
   const detail::Target sm90 = detail::resolve_target(-1, "sm_90", "sm_90");
-  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count));
-  EXPECT_EQ(many.min_blocks_per_sm, 1u);
+  EXPECT_EQ(many.block, 512u);
+  EXPECT_EQ(many.constant("kLoadsInFlight"), "2");
+  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  EXPECT_EQ(many.min_blocks_per_sm, 2u);
+  EXPECT_TRUE(contains(many.reason, "filter.block_threads 512 threads (100000 rows past")) << many.reason;
+  // The boundary: rows up to filter.few_rows_per_sm x the SMs take the few-rows CTA.
+  EXPECT_EQ(filter_plan(sm90.sm_count, 128256).block, 1024u);
+  EXPECT_EQ(filter_plan(sm90.sm_count + 1, 128256).block, 512u);
   sgtopk_problem p = filter_problem();
-  const detail::Plan small = detail::make_plan(detail::validate_problem(&p),
-                                               detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
+  const detail::Plan small = detail::make_plan(
+      detail::validate_problem(&p), detail::parse_policy_string("filter.few_rows_block_threads = 256\n"), sm90);
   EXPECT_EQ(small.block, 256u);
   EXPECT_EQ(small.constant("kThreads"), "256");
   // Blocks of 256 with many rows: sm_90's 228 KB of shared memory holds 2

@@ -232,7 +232,7 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "problem:   filter rows=8 width=32000")) << r.show();
   EXPECT_TRUE(contains(r.out, "family:    filter_row")) << r.show();
-  EXPECT_TRUE(contains(r.out, "filter.block_threads 1024")) << r.show();
+  EXPECT_TRUE(contains(r.out, "filter.few_rows_block_threads 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "kThreads = 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "kSampleSize = 1024")) << r.show();
   EXPECT_TRUE(contains(r.out, "dtype=f32")) << r.show();

@@ -1168,6 +1168,7 @@ TEST(JitFilter, TheFilterPlanCompilesForSm90) {
     p.pitch = 128256 + 7;
     Policy policy = Policy::defaults();
     policy.filter.block_threads = threads;
+    policy.filter.few_rows_per_sm = 0;  // 130 rows would take the few-rows CTA
     const Plan plan = make_plan(validate_problem(&p), policy, resolve_target(-1, "sm_90", "sm_90"));
     ASSERT_EQ(plan.family, "filter_row");
     const GeneratedSource src = generate_source(plan);

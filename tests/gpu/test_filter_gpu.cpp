@@ -834,7 +834,7 @@ namespace {
 // all-equal rows and huge ties at the top (the buffer overflows), and
 // ordinary rows (the route succeeds), under the default policy, a 32-value
 // sample without margin, the exact route only (sample_size 0), and blocks
-// of 1024 (the default) and 512 with 4 loads in flight; every row exact, and every policy's output the same
+// of 1024 (the few-rows default) and 512 with 4 loads in flight; every row exact, and every policy's output the same
 // bits.
 TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   SGTOPK_REQUIRE_GPU();
@@ -867,7 +867,7 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   const float ps[] = {0.9f, 1.0f, 0.5f, 0.99f, 0.9f};
   std::vector<float> first_out;
   for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.sample_sigmas = 0\n",
-                             "filter.sample_size = 0\n", "filter.block_threads = 512\nfilter.loads_in_flight = 4\n"}) {
+                             "filter.sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n"}) {
     SCOPED_TRACE(policy ? policy : "default policy");
     sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
     ASSERT_NE(plan, nullptr);

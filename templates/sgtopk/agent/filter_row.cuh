@@ -121,9 +121,9 @@ struct FilterRowAgent {
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
   static constexpr int kSampleSize = Config::kSampleSize;
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
-  static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   // The candidate or sample output compiled in (abi.h's kFilterOut*).
   static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
+  static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   // The exact route's passes (for_each_key): one load in flight where the
   // outputs' code leaves no registers for more (ptxas would spill).
   static constexpr int kExactLoads = kMoreOutputs ? 1 : kLoadsInFlight;
@@ -214,7 +214,7 @@ struct FilterRowAgent {
   // Adds mass m (< 2^64 over the bin's sum) to bin d with 32-bit shared
   // atomics: a 64-bit one is a compare-and-swap loop, slow where many keys
   // share a digit. The low word wraps; each wrap adds one to the high word.
-  // join_mass() makes s.mass the bins' sums again.
+  // finish_mass() makes the sums.
   static SGTOPK_DEVICE void add_mass(Shared& s, u32 d, u64 m) {
     const u32 low = static_cast<u32>(m);
     u32 high = static_cast<u32>(m >> 32);
@@ -224,20 +224,36 @@ struct FilterRowAgent {
     }
     if (high != 0u) atomicAdd(&s.mass_words[1][d], high);
   }
-  // After a pass of add_mass (its barrier first), s.mass[d] = the sum of bin d.
-  static SGTOPK_DEVICE void join_mass(Shared& s) {
-    constexpr int kPer = kDigits / kThreads;
-    u64 sum[kPer];
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const int d = static_cast<int>(threadIdx.x) + j * kThreads;
-      sum[j] = (static_cast<u64>(s.mass_words[1][d]) << 32) | s.mass_words[0][d];
+  // The mass bins as scan_digits reads them. finish_mass() ends a pass of
+  // add_mass (its barrier included): where a thread owns at most two bins
+  // (1024 threads) it joins each bin's words into s.mass in place, one load
+  // a bin in the scan; with more, the scan reads the two words (joining
+  // would hold them all in registers across a barrier). Either way no spill
+  // at 64 registers a thread.
+  static constexpr bool kJoinMass = kDigits / kThreads <= 2;
+  struct MassBins {
+    const Shared* s;
+    SGTOPK_DEVICE u64 operator[](int d) const {
+      if constexpr (kJoinMass) return s->mass[d];
+      else return (static_cast<u64>(s->mass_words[1][d]) << 32) | s->mass_words[0][d];
     }
+  };
+  static SGTOPK_DEVICE MassBins finish_mass(Shared& s) {
     __syncthreads();
+    if constexpr (kJoinMass) {
+      constexpr int kPer = kDigits / kThreads;
+      u64 sum[kPer];
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) s.mass[static_cast<int>(threadIdx.x) + j * kThreads] = sum[j];
-    __syncthreads();
+      for (int j = 0; j < kPer; ++j) {
+        const int d = static_cast<int>(threadIdx.x) + j * kThreads;
+        sum[j] = (static_cast<u64>(s.mass_words[1][d]) << 32) | s.mass_words[0][d];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) s.mass[static_cast<int>(threadIdx.x) + j * kThreads] = sum[j];
+      __syncthreads();
+    }
+    return MassBins{&s};
   }
 
   // The digit, from the top, where the running sum of `bins` reaches
@@ -245,8 +261,8 @@ struct FilterRowAgent {
   // Thread t owns kPer consecutive digits from the top: a block prefix sum
   // in thread order is the sum above its digits, and the one thread whose
   // run holds the target reads it again. Every thread gets the answer.
-  template <typename T>
-  static SGTOPK_DEVICE Found scan_digits(const T* bins, u64 target, u64* scratch) {
+  template <typename Bins>
+  static SGTOPK_DEVICE Found scan_digits(const Bins& bins, u64 target, u64* scratch) {
     constexpr int kPer = kDigits / kThreads;
     static_assert(kDigits % kThreads == 0, "the digits split evenly over the threads");
     const int first = kDigits - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest digit owned
@@ -284,7 +300,7 @@ struct FilterRowAgent {
       const u32 group_mask = round == 0 ? 0u : ~((1u << (shift + bits)) - 1u);  // the digits resolved so far
       for (int i = threadIdx.x; i < kDigits; i += kThreads) {
         s.count[i] = 0u;
-        s.mass[i] = 0u;
+        s.mass_words[0][i] = s.mass_words[1][i] = 0u;
       }
       __syncthreads();
       for_each_key(row, [&](float x, u32 key, int) {
@@ -299,9 +315,13 @@ struct FilterRowAgent {
         if (mass) add_mass(s, d, static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top));
         else atomicAdd(&s.count[d], tk);
       }
-      if (mass) join_mass(s);
-      else __syncthreads();
-      const Found f = mass ? scan_digits(s.mass, target - above, s.scratch) : scan_digits(s.count, target - above, s.scratch);
+      Found f;
+      if (mass) {
+        f = scan_digits(finish_mass(s), target - above, s.scratch);
+      } else {
+        __syncthreads();
+        f = scan_digits(s.count, target - above, s.scratch);
+      }
       above += f.above;
       prefix |= f.digit << shift;
       __syncthreads();  // scratch and bins are rewritten next round
@@ -425,7 +445,7 @@ struct FilterRowAgent {
     const float top = float_from_ordered_key(max_key);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
-      s.mass[i] = 0u;
+      s.mass_words[0][i] = s.mass_words[1][i] = 0u;
     }
     if (threadIdx.x == 0) {
       s.total = 0u;
@@ -441,7 +461,7 @@ struct FilterRowAgent {
       add_mass(s, d, m);
     });
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
-    join_mass(s);
+    const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
     __syncthreads();  // every thread has read the total
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
@@ -450,7 +470,7 @@ struct FilterRowAgent {
       return;
     }
     const u64 target = mass_target(top_p, total);
-    const Found first = scan_digits(s.mass, target, s.scratch);
+    const Found first = scan_digits(bins, target, s.scratch);
     const u64 candidates = s.count[first.digit];  // the later rounds count within its digit only
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
