@@ -71,8 +71,9 @@ namespace sgtopk {
 // The logits' element types. bf16 and fp16 are read as raw 16-bit patterns
 // and widened to float exactly (every bf16 / fp16 value, infinity and NaN is
 // a float): bf16 by a shift, fp16 by the conversion instruction
-// (hw::f16_to_float; the host emulator converts through _Float16); a finite mask value is narrowed to them by round to nearest
-// even (an out-of-range one to the infinity of its sign, NaN to a quiet NaN).
+// (hw::f16_to_float; the host emulator converts through _Float16); a finite
+// mask value is narrowed to them by round to nearest even (an out-of-range
+// one to the infinity of its sign, NaN to a quiet NaN).
 template <int kDtype>
 struct FilterLogit;
 template <>
@@ -437,8 +438,9 @@ struct FilterRowAgent {
   // mass histogram's sum), which is also the first mass round; the keys of
   // the digit it finds are every key a later round counts (those above are
   // its `above`), and when they fit the candidate buffer one pass gathers
-  // them and the later rounds run over it. Otherwise rounds 1 and 2 read the row. The same integers as
-  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  // them and the later rounds run over it. Otherwise rounds 1 and 2 read
+  // the row. The same integers as top_p_boundary(row, ...) at every step,
+  // hence the same b and t.
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
                                         u32* copies) {
