@@ -127,17 +127,30 @@ def _per_row(name, value, rows, device, dtype, scalar_type):
 _FILTER_DTYPES = {torch.float32: _capi.F32, torch.bfloat16: _capi.BF16, torch.float16: _capi.F16}
 
 
-def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
+def _filter_logits(logits):
+    """The logits' dtype (checked: a CUDA matrix of a filter type), rows, vocabulary and device."""
     if isinstance(logits, torch.Tensor) and logits.dtype in _FILTER_DTYPES:
         dtype = logits.dtype
     else:
         dtype = torch.float32  # names the accepted type in _check_matrix's message
     _check_matrix("logits", logits, dtype)
     rows, vocab = logits.shape
-    device = logits.device
+    return dtype, rows, vocab, logits.device
+
+
+def _filter_row_values(k, p, temperature, rows, device):
+    """filter_args' k, p and temperature keywords: per-row tensors or one value each (checked)."""
     k_t, k_v = _per_row("k", k, rows, device, torch.int32, int)
     p_t, p_v = _per_row("p", p, rows, device, torch.float32, (float, int))
     t_t, t_v = _per_row("temperature", temperature, rows, device, torch.float32, (float, int))
+    return dict(top_k=k_t, top_p=p_t, temperature=t_t, top_k_value=0 if k_v is None else int(k_v),
+                top_p_value=1.0 if p_v is None else float(p_v),
+                temperature_value=1.0 if t_v is None else float(t_v))
+
+
+def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=float("-inf"), policy=None):
+    dtype, rows, vocab, device = _filter_logits(logits)
+    values = _filter_row_values(k, p, temperature, rows, device)
     if out is None:
         out = logits
     else:
@@ -153,9 +166,7 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
     plan = filter_plan(rows, vocab, pitch=_pitch(logits),
                        device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy,
                        dtype=_FILTER_DTYPES[dtype])
-    args = _capi.filter_args(logits=logits, out=out, top_k=k_t, top_p=p_t, temperature=t_t,
-                             top_k_value=0 if k_v is None else int(k_v), top_p_value=1.0 if p_v is None else float(p_v),
-                             temperature_value=1.0 if t_v is None else float(t_v), mask_value=float(mask_value))
+    args = _capi.filter_args(logits=logits, out=out, mask_value=float(mask_value), **values)
     with torch.cuda.device(device):
         plan.filter(args, torch.cuda.current_stream(device).cuda_stream)
     return out
@@ -163,19 +174,11 @@ def filter_(logits, k=None, p=None, temperature=None, *, out=None, mask_value=fl
 
 def filter_outputs(logits, k=None, p=None, temperature=None, *, candidates=0, sample=False, seeds=None, seed=0,
                    policy=None):
-    if isinstance(logits, torch.Tensor) and logits.dtype in _FILTER_DTYPES:
-        dtype = logits.dtype
-    else:
-        dtype = torch.float32  # names the accepted type in _check_matrix's message
-    _check_matrix("logits", logits, dtype)
-    rows, vocab = logits.shape
-    device = logits.device
+    dtype, rows, vocab, device = _filter_logits(logits)
     candidates = int(candidates)
     if candidates == 0 and not sample:
         raise ValueError("filter_outputs needs candidates=C (1..8192) and / or sample=True (for the mask: filter_)")
-    k_t, k_v = _per_row("k", k, rows, device, torch.int32, int)
-    p_t, p_v = _per_row("p", p, rows, device, torch.float32, (float, int))
-    t_t, t_v = _per_row("temperature", temperature, rows, device, torch.float32, (float, int))
+    values = _filter_row_values(k, p, temperature, rows, device)
     seeds_t = None
     if seeds is not None:
         if not isinstance(seeds, torch.Tensor) or seeds.dtype not in (torch.int64, torch.uint64):
@@ -197,10 +200,7 @@ def filter_outputs(logits, k=None, p=None, temperature=None, *, candidates=0, sa
     plan = filter_plan(rows, vocab, pitch=_pitch(logits),
                        device=device.index if device.index is not None else torch.cuda.current_device(), policy=policy,
                        dtype=_FILTER_DTYPES[dtype], flags=flags, capacity=candidates)
-    args = _capi.filter_args(logits=logits, out=0, top_k=k_t, top_p=p_t, temperature=t_t,
-                             top_k_value=0 if k_v is None else int(k_v), top_p_value=1.0 if p_v is None else float(p_v),
-                             temperature_value=1.0 if t_v is None else float(t_v),
-                             candidate_indices=result.get("indices"), candidate_logits=result.get("logits"),
+    args = _capi.filter_args(logits=logits, out=0, **values, candidate_indices=result.get("indices"), candidate_logits=result.get("logits"),
                              candidate_probs=result.get("probs"), candidate_counts=result.get("counts"),
                              sampled_tokens=result.get("tokens"), seeds=seeds_t, seed_value=int(seed))
     with torch.cuda.device(device):
