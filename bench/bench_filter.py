@@ -124,7 +124,7 @@ def main():
         esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
         plan = lib.compile(k=capacity, rows=rows, width=vocab, op=sg.OP_FILTER, flags=flags, device=0,
-                           dtype=sgdtype, policy_toml=args.policy_toml)
+                           dtype=sgdtype, policy_toml=args.policy_toml, own_workspace=True)
         nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
         xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]
@@ -177,7 +177,7 @@ def main():
         floor_ms = rows * vocab * (2 if with_mask else 1) * esize / (bw * 1e9) * 1e3
         r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "temperature": args.temperature,
              "dtype": dt, "mode": args.outputs,
-             "family": "filter_row", "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
+             "family": plan.info["family"], "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
              "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
              "ambiguous_rows": int(ambiguous.sum())}
         results.append(r)

@@ -178,7 +178,7 @@ sgtopk_status sgtopk_select(sgtopk_plan plan, const sgtopk_select_args* args, sg
 sgtopk_status sgtopk_filter(sgtopk_plan plan, const sgtopk_filter_args* args, sgtopk_stream stream) {
   return guarded([&] {
     const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_FILTER, "sgtopk_filter");
-    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args);
+    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args, c.own_workspace.address());
     detail::launch_kernel(*c.kernel, c.plan, params, reinterpret_cast<CUstream>(stream));
   });
 }
@@ -210,7 +210,7 @@ sgtopk_status sgtopk_filter_graph_create(sgtopk_plan plan, const sgtopk_filter_a
     if (out_graph == nullptr) detail::invalid_argument("out_graph is NULL");
     *out_graph = nullptr;
     const detail::CompiledPlan& c = of_operator(plan, SGTOPK_OP_FILTER, "sgtopk_filter_graph_create");
-    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args);
+    const detail::DeviceFilterParams params = detail::make_filter_params(c.plan, args, c.own_workspace.address());
     auto graph = std::make_unique<sgtopk_graph_s>();
     graph->compiled = plan->compiled;
     graph->filter = std::make_unique<detail::FilterGraph>(*c.kernel, c.plan, params);
@@ -223,7 +223,7 @@ sgtopk_status sgtopk_filter_graph_update(sgtopk_graph graph, const sgtopk_filter
     if (graph == nullptr) detail::invalid_argument("graph is NULL");
     const detail::CompiledPlan& c =
         launchable(of_operator(*graph->compiled, SGTOPK_OP_FILTER, "sgtopk_filter_graph_update", "graph"));
-    graph->filter->update(detail::make_filter_params(c.plan, args));
+    graph->filter->update(detail::make_filter_params(c.plan, args, c.own_workspace.address()));
   });
 }
 

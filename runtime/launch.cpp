@@ -99,17 +99,23 @@ static_assert(SGTOPK_F32 == sgtopk::kFilterF32 && SGTOPK_BF16 == sgtopk::kFilter
 static_assert(kFilterCandidateCapacity == sgtopk::kFilterCandidates,
               "the candidate capacity is the kernel's shared candidate buffer");
 
-DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args) {
+DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args, uint64_t own_workspace) {
   if (args == nullptr) invalid_argument("args is NULL");
-  // Callers built before the candidate and sample outputs pass the shorter struct.
+  // Callers built before the candidate and sample outputs, or before the
+  // workspace, pass a shorter struct.
   constexpr size_t kFirstSize = offsetof(sgtopk_filter_args, candidate_indices);
+  constexpr size_t kOutputsSize = offsetof(sgtopk_filter_args, workspace);
   if (args->struct_size < kFirstSize)
     invalid_argument("args.struct_size is " + std::to_string(args->struct_size) + ", expected " +
-                     std::to_string(sizeof(sgtopk_filter_args)) + " (or " + std::to_string(kFirstSize) +
+                     std::to_string(sizeof(sgtopk_filter_args)) + " (or " + std::to_string(kOutputsSize) +
+                     " from before workspace, " + std::to_string(kFirstSize) +
                      " from before candidate_indices): initialize it with SGTOPK_FILTER_ARGS_INIT");
-  const bool has_outputs = args->struct_size >= sizeof(sgtopk_filter_args);
+  const size_t given = args->struct_size >= sizeof(sgtopk_filter_args) ? sizeof(sgtopk_filter_args)
+                       : args->struct_size >= kOutputsSize               ? kOutputsSize
+                                                                         : kFirstSize;
   sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;  // the fields a shorter struct lacks stay 0
-  std::memcpy(&a, args, has_outputs ? sizeof a : kFirstSize);
+  std::memcpy(&a, args, given);
+  if (given < sizeof a) a.workspace = 0;
   a.struct_size = sizeof a;
   const Problem& p = plan.problem;
   if (a.logits == 0) invalid_argument("args.logits is 0: the logits matrix is required");
@@ -155,6 +161,11 @@ DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args
     invalid_argument("args.seeds is set but the plan was compiled without SGTOPK_FILTER_SAMPLE");
   check_aligned("sampled_tokens", a.sampled_tokens, 4);  // int32[rows]
   check_aligned("seeds", a.seeds, 8);                    // uint64[rows]
+  const uint64_t workspace = a.workspace != 0 ? a.workspace : own_workspace;
+  if (plan.workspace_bytes > 0 && workspace == 0)
+    invalid_argument("args.workspace is 0 and the plan owns none: pass " + std::to_string(plan.workspace_bytes) +
+                     " bytes (sgtopk_workspace_size) or compile with own_workspace=1");
+  check_aligned("workspace", workspace, 16);
   DeviceFilterParams params{};
   params.logits = reinterpret_cast<const void*>(a.logits);
   params.out = reinterpret_cast<void*>(a.out);
@@ -178,6 +189,7 @@ DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args
   params.sampled_tokens = reinterpret_cast<int*>(a.sampled_tokens);
   params.seeds = reinterpret_cast<const unsigned long long*>(a.seeds);
   params.seed_value = a.seed_value;
+  params.workspace = reinterpret_cast<void*>(workspace);
   return params;
 }
 

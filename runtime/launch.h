@@ -22,7 +22,7 @@ using DeviceFilterParams = sgtopk::FilterParams;
 // packs them. `own_workspace` is used when args->workspace is 0.
 DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args* args, uint64_t own_workspace);
 // The same for a filter plan's launch.
-DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args);
+DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args, uint64_t own_workspace);
 
 // One launch of the plan's kernel with its one parameter struct.
 template <typename Params>

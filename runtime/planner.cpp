@@ -59,23 +59,38 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
   return "direct_exact";
 }
 
-// The filter has one family so far.
+// filter_split where at least filter.split.min_segments CTAs a row fit the
+// grid and the vocabulary; else filter_row.
 std::string choose_filter_family(const Problem& problem, const Policy& policy, const Target& target, std::string* reason) {
-  const FilterRowCta cta = filter_row_cta(problem, policy.filter, target.sm_count);
   const std::string rows = std::to_string(problem.rows) + " rows", sms = std::to_string(target.sm_count) + " SMs";
-  *reason = "the filter's one family: one CTA a row of " +
+  const FilterSplitPolicy& fs = policy.filter_split;
+  const int segments = filter_split_segments(problem, fs, target);
+  const std::string route =
+      policy.filter.sample_size == 0
+          ? std::string("filter.sample_size 0: the exact route (digit histograms over the row)")
+          : "a sample of filter.sample_size " + std::to_string(policy.filter.sample_size) +
+                " values proposes a threshold, one pass gathers the keys above it and the decisions run over "
+                "them (top-p alone: one more pass for the row's mass), the exact route where they do not hold "
+                "the boundary";
+  if (segments > 1) {
+    *reason = "a few rows: " + std::to_string(segments) + " segments a row of at least filter.split.min_segment_width " +
+              std::to_string(fs.min_segment_width) + " (" + rows + " x segments within " + sms +
+              " x filter.split.ctas_per_sm " + std::to_string(fs.ctas_per_sm) +
+              (problem.filter_candidates || problem.filter_sample ? " (1 with the candidate or sample output)" : "") + ", at least filter.split.min_segments " +
+              std::to_string(fs.min_segments) + "), " + std::to_string(fs.block_threads) +
+              " threads a CTA; every CTA of a row samples the same threshold, the last to arrive decides the row; " +
+              "rows without top-k on one CTA as filter_row; " + route;
+    return "filter_split";
+  }
+  const FilterRowCta cta = filter_row_cta(problem, policy.filter, target.sm_count);
+  *reason = "one CTA a row of " +
             (cta.few_rows ? "filter.few_rows_block_threads " + std::to_string(cta.threads) + " threads (" + rows +
                                 " within " + sms + " x filter.few_rows_per_sm " +
                                 std::to_string(policy.filter.few_rows_per_sm) + ")"
                           : "filter.block_threads " + std::to_string(cta.threads) + " threads (" + rows + " past " +
                                 sms + " x filter.few_rows_per_sm " + std::to_string(policy.filter.few_rows_per_sm) + ")") +
-            ", " + std::to_string(cta.loads_in_flight) + " loads in flight; " +
-            (policy.filter.sample_size == 0
-                 ? std::string("filter.sample_size 0: the exact route (digit histograms over the row)")
-                 : "a sample of filter.sample_size " + std::to_string(policy.filter.sample_size) +
-                       " values proposes a threshold, one pass gathers the keys above it and the decisions run over "
-                       "them (top-p alone: one more pass for the row's mass), the exact route where they do not hold "
-                       "the boundary");
+            ", " + std::to_string(cta.loads_in_flight) + " loads in flight (fewer than filter.split.min_segments " +
+            std::to_string(fs.min_segments) + " segments a row fit); " + route;
   return "filter_row";
 }
 

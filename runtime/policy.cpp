@@ -196,6 +196,7 @@ constexpr bool kPow2 = true;
 #define SGTOPK_FIELD_SHORT_ROW(...) SGTOPK_FIELD(short_row, __VA_ARGS__)
 #define SGTOPK_FIELD_DISPATCH(...) SGTOPK_FIELD(dispatch, __VA_ARGS__)
 #define SGTOPK_FIELD_FILTER(...) SGTOPK_FIELD(filter, __VA_ARGS__)
+#define SGTOPK_FIELD_FILTER_SPLIT(...) SGTOPK_FIELD(filter_split, __VA_ARGS__)
 #define SGTOPK_FIELD_COMPILE(...) SGTOPK_FIELD(compile, __VA_ARGS__)
 
 const std::vector<Section>& sections() {
@@ -225,6 +226,11 @@ const std::vector<Section>& sections() {
        "loads_in_flight the loads a thread keeps in flight in that route's passes over the row;\n"
        "the Qrita keys (Gaussian outlier cutoff, quaternary pivot search) are reserved and not read.",
        {SGTOPK_POLICY_FILTER(SGTOPK_FIELD_FILTER)}},
+      {"filter.split",
+       "Top-k filter of a few rows: each row's vocabulary in segments on several CTAs, every CTA\n"
+       "sampling the same threshold; the last segment to arrive decides the row (the filter_split\n"
+       "family, exact as filter_row; rows without top-k take filter_row's code on one CTA).",
+       {SGTOPK_POLICY_FILTER_SPLIT(SGTOPK_FIELD_FILTER_SPLIT)}},
       {"compile",
        "NVRTC compilation of the generated kernels.",
        {SGTOPK_POLICY_COMPILE(SGTOPK_FIELD_COMPILE)}},

@@ -243,6 +243,20 @@
   X(INT, pivot_iterations, 8, (1, 64), \
     "quaternary pivot search rounds (reserved: Qrita, not read)")
 
+// [filter.split] a few rows: each row's vocabulary on several CTAs, the last
+// to arrive decides the row (docs/filter-design.md).
+#define SGTOPK_POLICY_FILTER_SPLIT(X) \
+  X(INT, min_segments, 2, (0, 1024), \
+    "split a launch when at least this many CTAs a row fit (0: never; else the filter_row family)") \
+  X(INT, ctas_per_sm, 2, (1, 8), \
+    "the grid holds at most this many CTAs an SM (rows x segments; two of 512 threads fit an SM)") \
+  X(WIDE, min_segment_width, 4096, (64, kMaxWidth), \
+    "logits a segment holds at least") \
+  X(INT, block_threads, 512, (128, 1024, kPow2), \
+    "threads per CTA (the segment pass and the finisher's decisions)") \
+  X(INT, loads_in_flight, 2, (1, 8), \
+    "16-byte loads a thread keeps in flight in the segment pass and the finisher's passes")
+
 // [compile] NVRTC.
 #define SGTOPK_POLICY_COMPILE(X) \
   X(ARCH, default_arch, "sm_90", (), \
@@ -288,6 +302,10 @@ struct FilterPolicy {
   SGTOPK_POLICY_FILTER(SGTOPK_POLICY_MEMBER)
   bool operator==(const FilterPolicy&) const = default;
 };
+struct FilterSplitPolicy {
+  SGTOPK_POLICY_FILTER_SPLIT(SGTOPK_POLICY_MEMBER)
+  bool operator==(const FilterSplitPolicy&) const = default;
+};
 struct CompilePolicy {
   SGTOPK_POLICY_COMPILE(SGTOPK_POLICY_MEMBER)
   bool operator==(const CompilePolicy&) const = default;
@@ -300,6 +318,7 @@ struct Policy {
   SelectShortRowPolicy short_row;
   SelectDispatchPolicy dispatch;
   FilterPolicy filter;
+  FilterSplitPolicy filter_split;
   CompilePolicy compile;
 
   // The compiled-in defaults (the member initializers above).

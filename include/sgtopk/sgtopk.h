@@ -214,9 +214,12 @@ typedef struct sgtopk_filter_args {
   sgtopk_devptr sampled_tokens;    /* int32[rows], required: the sampled token's index */
   sgtopk_devptr seeds;             /* uint64[rows], or 0: seed_value */
   uint64_t seed_value;             /* default 0 */
+  sgtopk_devptr workspace;         /* sgtopk_workspace_size bytes (a filter_split plan's row records), or
+                                      0: the plan's own. A caller's buffer must be zero-filled before
+                                      the first launch on it (restored to zero by every launch) */
 } sgtopk_filter_args;
 #define SGTOPK_FILTER_ARGS_INIT \
-  {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY, 0, 0, 0, 0, 0, 0, 0}
+  {sizeof(sgtopk_filter_args), 0, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f, -INFINITY, 0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sgtopk_plan_s* sgtopk_plan;
 typedef struct sgtopk_graph_s* sgtopk_graph;

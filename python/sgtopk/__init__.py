@@ -117,7 +117,7 @@ def filter_plan(rows, vocab, *, pitch=0, device=0, arch=None, policy=None, polic
         found = _plans.get(key)
         if found is None:
             found = lib.compile(k=capacity, rows=rows, width=vocab, pitch=pitch, flags=flags, device=device,
-                                arch=arch, policy_toml=policy, policy_file=policy_file, own_workspace=False,
+                                arch=arch, policy_toml=policy, policy_file=policy_file, own_workspace=device >= 0,
                                 op=OP_FILTER, dtype=dtype)
             _plans[key] = found
         return found

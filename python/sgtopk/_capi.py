@@ -107,6 +107,7 @@ class FilterArgs(ctypes.Structure):
         ("sampled_tokens", ctypes.c_uint64),
         ("seeds", ctypes.c_uint64),
         ("seed_value", ctypes.c_uint64),
+        ("workspace", ctypes.c_uint64),
     ]
 
 
@@ -189,10 +190,11 @@ def select_args(scores=None, lengths=None, indices=None, values=None, starts=Non
 def filter_args(logits=None, out=None, top_k=None, top_p=None, temperature=None, live_rows=None, top_k_value=0,
                 top_p_value=1.0, temperature_value=1.0, mask_value=float("-inf"), candidate_indices=None,
                 candidate_logits=None, candidate_probs=None, candidate_counts=None, sampled_tokens=None, seeds=None,
-                seed_value=0):
+                seed_value=0, workspace=None):
     """A FilterArgs from tensors or device addresses (0 / None for absent) and the scalar values
     used where a per-row pointer is absent (the defaults of SGTOPK_FILTER_ARGS_INIT: no filtering).
-    out defaults to logits (in place); out=0 for a plan without SGTOPK_FILTER_MASK."""
+    out defaults to logits (in place); out=0 for a plan without SGTOPK_FILTER_MASK. workspace: a
+    zero-filled buffer of the plan's workspace_bytes, or None for the plan's own."""
     a = FilterArgs()
     a.struct_size = ctypes.sizeof(FilterArgs)
     a.logits = _ptr(logits)
@@ -212,6 +214,7 @@ def filter_args(logits=None, out=None, top_k=None, top_p=None, temperature=None,
     a.sampled_tokens = _ptr(sampled_tokens)
     a.seeds = _ptr(seeds)
     a.seed_value = int(seed_value) & 0xFFFFFFFFFFFFFFFF
+    a.workspace = _ptr(workspace)
     return a
 
 

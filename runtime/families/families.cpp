@@ -15,6 +15,7 @@ const std::vector<Family>& select_family_table() {
 const std::vector<Family>& filter_family_table() {
   static const std::vector<Family> table = {
       {"filter_row", "sgtopk/agent/filter_row.cuh", "sgtopk::FilterRowAgent", plan_filter_row, SGTOPK_OP_FILTER},
+      {"filter_split", "sgtopk/agent/filter_split.cuh", "sgtopk::FilterSplitAgent", plan_filter_split, SGTOPK_OP_FILTER},
   };
   return table;
 }

@@ -35,6 +35,14 @@ void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, cons
 void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_short_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_filter_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_filter_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+// The filter families' shared pieces: the CTAs of `threads` and `bytes` of
+// shared memory an SM holds at 64 registers a thread, and the Config of
+// filter_row's constants.
+int filter_ctas_per_sm(int threads, unsigned bytes, const std::string& arch);
+KernelConfig filter_config(const Problem& problem, const FilterPolicy& policy, int threads, int loads_in_flight);
+// CTAs per row of a filter_split plan (1: too few fit filter.split.min_segments).
+int filter_split_segments(const Problem& problem, const FilterSplitPolicy& policy, const Target& target);
 // A filter_row plan's CTA: filter.few_rows_block_threads and
 // few_rows_loads_in_flight for at most filter.few_rows_per_sm rows an SM,
 // else filter.block_threads and loads_in_flight.

@@ -11,20 +11,34 @@
 
 namespace sgtopk::detail {
 
-namespace {
-
 // The CTAs of `threads` and `bytes` of shared memory an SM holds at once:
 // its 2048 threads, its 65536 registers at the kernel's 64 a thread (the
-// launch bounds below hold it to that), and its shared memory (the
-// per-block limit and 1 KB, with 1 KB reserved per CTA from sm_80 on).
-int ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
+// launch bounds hold it to that), and its shared memory (the per-block
+// limit and 1 KB, with 1 KB reserved per CTA from sm_80 on).
+int filter_ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
   int ctas = std::min(2048 / threads, 65536 / (threads * 64));
   const unsigned limit = max_dynamic_shared_bytes(arch);
   if (limit != 0u) ctas = std::min(ctas, static_cast<int>((limit + 1024u) / (bytes + 1024u)));
   return std::max(1, ctas);
 }
 
-}  // namespace
+// kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
+// kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
+// route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
+// loads a thread keeps in flight in its passes (stream_row()); kOutputs:
+// abi.h's kFilterOut* of the problem's flags.
+KernelConfig filter_config(const Problem& p, const FilterPolicy& policy, int threads, int loads_in_flight) {
+  return KernelConfig()
+      .integer("kThreads", threads)
+      .integer("kDtype", static_cast<int>(p.dtype))
+      .integer("kSampleSize", policy.sample_size)
+      .integer("kSampleSigmas", policy.sample_sigmas)
+      .integer("kLoadsInFlight", loads_in_flight)
+      .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
+                               (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
+                               (p.filter_sample ? sgtopk::kFilterOutSample : 0));
+}
+
 
 FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm_count) {
   const bool few = p.rows <= int64_t{policy.few_rows_per_sm} * sm_count;
@@ -42,25 +56,12 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
   // threads, two (64 registers a thread); at 1024, one.
-  plan.min_blocks_per_sm = static_cast<unsigned>(ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));
+  plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));
   // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
   // shared memory permitting) on every SM, so rows past live_rows cost no
   // empty CTAs.
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * plan.min_blocks_per_sm));
-  // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
-  // kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
-  // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
-  // loads a thread keeps in flight in its passes (stream_row()); kOutputs:
-  // abi.h's kFilterOut* of the problem's flags.
-  plan.config = KernelConfig()
-                    .integer("kThreads", threads)
-                    .integer("kDtype", static_cast<int>(p.dtype))
-                    .integer("kSampleSize", policy.filter.sample_size)
-                    .integer("kSampleSigmas", policy.filter.sample_sigmas)
-                    .integer("kLoadsInFlight", cta.loads_in_flight)
-                    .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
-                                             (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
-                                             (p.filter_sample ? sgtopk::kFilterOutSample : 0));
+  plan.config = filter_config(p, policy.filter, threads, cta.loads_in_flight);
   plan.workspace_bytes = 0;
 }
 

@@ -65,6 +65,7 @@ struct FilterParams {
   int* sampled_tokens;       // [rows] or null: no sampled token
   const unsigned long long* seeds;  // [rows] or null: seed_value, the row's index the stream
   unsigned long long seed_value;
+  void* workspace;           // the filter_split family's row records (filter_split_row_bytes each), or null
 };
 
 // Counters at the start of a persistent family's workspace, restored by the
@@ -219,6 +220,23 @@ struct FilterRowShared {
   u32 candidate_key[kFilterCandidates];
   u32 candidate_index[kFilterCandidates];  // the sampled route's: the row index of candidate_key's key
 };
+// The filter_split family's per-row record in its workspace: the segments'
+// arrival counter, their candidates' count (past the capacity too) and the
+// row's largest unscaled key, restored by the row's finisher (the last
+// segment to arrive) so that the next launch starts from zero; then the
+// candidates' unscaled keys and row indices, kFilterCandidates of each.
+struct FilterSplitRowHeader {
+  u32 arrived;     // segments that have published their candidates
+  u32 candidates;  // keys at or above the row's threshold, every segment (counted past the capacity)
+  u32 max_key;     // the row's largest unscaled key (an atomic max over the segments)
+  u32 unused;
+};
+constexpr unsigned kFilterSplitRowHeaderBytes = 16u;
+static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the record's header is 16 bytes");
+SGTOPK_ABI_FN unsigned long long filter_split_row_bytes() {
+  return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterCandidates);
+}
+
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
 
 }  // namespace sgtopk

@@ -780,15 +780,24 @@ void expect_filter_rejected(const std::function<void(sgtopk_problem&)>& mutate, 
   expect_rejected([&](sgtopk_problem& p, sgtopk_compile_options&) { mutate(p); }, status, needles, filter_problem());
 }
 
-detail::Plan filter_plan(int64_t rows = 8, int64_t width = 32000, int64_t pitch = 0, sgtopk_dtype dtype = SGTOPK_F32) {
+// The filter_row family's planning: a few rows would take filter_split.
+const detail::Policy& no_split() {
+  static const detail::Policy policy = detail::parse_policy_string("filter.split.min_segments = 0\n");
+  return policy;
+}
+
+detail::Plan filter_plan(int64_t rows = 8, int64_t width = 32000, int64_t pitch = 0, sgtopk_dtype dtype = SGTOPK_F32,
+                         const detail::Policy& policy = no_split()) {
   sgtopk_problem p = filter_problem();
   p.rows = rows;
   p.width = width;
   p.pitch = pitch;
   p.dtype = dtype;
-  return detail::make_plan(detail::validate_problem(&p), detail::Policy::defaults(),
-                           detail::resolve_target(-1, "sm_90", "sm_90"));
+  return detail::make_plan(detail::validate_problem(&p), policy, detail::resolve_target(-1, "sm_90", "sm_90"));
 }
+
+// A plan's own workspace, as the C API passes it (filter_split plans need one).
+constexpr uint64_t kOwnWorkspace = 0x7000000;
 
 sgtopk_filter_args good_filter_args() {
   sgtopk_filter_args a = SGTOPK_FILTER_ARGS_INIT;
@@ -800,7 +809,7 @@ sgtopk_filter_args good_filter_args() {
 void expect_filter_args_rejected(const detail::Plan& plan, const sgtopk_filter_args& args,
                                  const std::vector<std::string>& needles) {
   try {
-    (void)detail::make_filter_params(plan, &args);
+    (void)detail::make_filter_params(plan, &args, kOwnWorkspace);
     ADD_FAILURE() << "args accepted; wanted: " << needles.front();
   } catch (const detail::Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT) << e.what();
@@ -932,11 +941,11 @@ TEST(ApiFilterProblem, FlagsAndSelectOnlyFields) {
 
 TEST(ApiFilterProblem, FamiliesAreChosenPerOperator) {
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "sampled"; },
-                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'sampled' is a select family", "(known: filter_row)"},
+                  SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'sampled' is a select family", "(known: filter_row, filter_split)"},
                   filter_problem());
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "filter_row"; },
                   SGTOPK_ERROR_INVALID_ARGUMENT, {"family 'filter_row' is a filter family"});
-  EXPECT_EQ(detail::filter_families(), std::vector<std::string>{"filter_row"});
+  EXPECT_EQ(detail::filter_families(), (std::vector<std::string>{"filter_row", "filter_split"}));
 }
 
 TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
@@ -974,7 +983,8 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(filter_plan(sm90.sm_count + 1, 128256).block, 512u);
   sgtopk_problem p = filter_problem();
   const detail::Plan small = detail::make_plan(
-      detail::validate_problem(&p), detail::parse_policy_string("filter.few_rows_block_threads = 256\n"), sm90);
+      detail::validate_problem(&p),
+      detail::parse_policy_string("filter.few_rows_block_threads = 256\nfilter.split.min_segments = 0\n"), sm90);
   EXPECT_EQ(small.block, 256u);
   EXPECT_EQ(small.constant("kThreads"), "256");
   // Blocks of 256 with many rows: sm_90's 228 KB of shared memory holds 2
@@ -988,7 +998,8 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
 
 TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls) {
   const sgtopk_problem p = filter_problem();
-  const sgtopk_compile_options o = compile_only("sm_90");
+  sgtopk_compile_options o = compile_only("sm_90");
+  o.policy_toml = "filter.split.min_segments = 0\n";  // filter_row: 8 rows would take filter_split
   sgtopk_plan plan = nullptr;
   ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
@@ -1095,12 +1106,14 @@ TEST(ApiFilterArgs, InitMacroMeansNoFiltering) {
   EXPECT_EQ(a.sampled_tokens, 0u);
   EXPECT_EQ(a.seeds, 0u);
   EXPECT_EQ(a.seed_value, 0u);
+  EXPECT_EQ(a.workspace, 0u);
   // Fields are only ever appended: the outputs' fields follow mask_value (its
-  // struct's end before them, padding included), seed_value is the last.
+  // struct's end before them, padding included), then workspace, the last.
   EXPECT_EQ((offsetof(sgtopk_filter_args, mask_value) + sizeof(float) + 7) / 8 * 8,
             offsetof(sgtopk_filter_args, candidate_indices));
-  EXPECT_EQ(offsetof(sgtopk_filter_args, seed_value) + sizeof(uint64_t), sizeof(sgtopk_filter_args))
-      << "seed_value is the last field (fields are only ever appended)";
+  EXPECT_EQ(offsetof(sgtopk_filter_args, seed_value) + sizeof(uint64_t), offsetof(sgtopk_filter_args, workspace));
+  EXPECT_EQ(offsetof(sgtopk_filter_args, workspace) + sizeof(sgtopk_devptr), sizeof(sgtopk_filter_args))
+      << "workspace is the last field (fields are only ever appended)";
 }
 
 TEST(ApiFilterArgs, PointersAndValuesArePackedAsGiven) {
@@ -1115,7 +1128,7 @@ TEST(ApiFilterArgs, PointersAndValuesArePackedAsGiven) {
   a.top_p_value = 0.9f;
   a.temperature_value = 0.7f;
   a.mask_value = -1.0f;
-  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a);
+  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a, kOwnWorkspace);
   EXPECT_EQ(reinterpret_cast<uint64_t>(f.logits), a.logits);
   EXPECT_EQ(reinterpret_cast<uint64_t>(f.out), a.out);
   EXPECT_EQ(reinterpret_cast<uint64_t>(f.top_k), a.top_k);
@@ -1131,13 +1144,13 @@ TEST(ApiFilterArgs, PointersAndValuesArePackedAsGiven) {
   EXPECT_EQ(f.mask_value, -1.0f);
   // In place: out == logits.
   a.out = a.logits;
-  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(plan, &a).out), a.logits);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(plan, &a, kOwnWorkspace).out), a.logits);
 }
 
 TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   const detail::Plan plan = filter_plan(8, 1000, 1024);
   try {
-    (void)detail::make_filter_params(plan, nullptr);
+    (void)detail::make_filter_params(plan, nullptr, kOwnWorkspace);
     ADD_FAILURE() << "NULL args accepted";
   } catch (const detail::Error& e) {
     EXPECT_TRUE(contains(e.what(), "args is NULL")) << e.what();
@@ -1149,7 +1162,7 @@ TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   a = good_filter_args();
   a.struct_size = offsetof(sgtopk_filter_args, candidate_indices);
   a.candidate_indices = 0x7000000;  // past the struct the caller knows: never read
-  EXPECT_EQ(detail::make_filter_params(plan, &a).candidate_indices, nullptr);
+  EXPECT_EQ(detail::make_filter_params(plan, &a, kOwnWorkspace).candidate_indices, nullptr);
   a = good_filter_args();
   a.logits = 0;
   expect_filter_args_rejected(plan, a, {"args.logits is 0"});
@@ -1179,7 +1192,7 @@ TEST(ApiFilterArgs, BadArgumentsInTheCallersTerms) {
   a.out = a.logits + (7 * 1024 + 1000) * 4 - 4;
   expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
   a.out = a.logits + (7 * 1024 + 1000) * 4;
-  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a, kOwnWorkspace));
 }
 
 namespace {
@@ -1208,7 +1221,7 @@ TEST(ApiFilterArgs, CandidateAndSampleOutputs) {
   a.sampled_tokens = 0x6000000;
   a.seeds = 0x7000000;
   a.seed_value = 42;
-  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a);
+  const detail::DeviceFilterParams f = detail::make_filter_params(plan, &a, kOwnWorkspace);
   EXPECT_EQ(f.out, nullptr);  // no mask: the logits are only read
   EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_indices), a.candidate_indices);
   EXPECT_EQ(reinterpret_cast<uint64_t>(f.candidate_logits), a.candidate_logits);
@@ -1221,7 +1234,7 @@ TEST(ApiFilterArgs, CandidateAndSampleOutputs) {
   EXPECT_EQ(f.candidate_pitch, 70);
   // Logits and probabilities are optional, and so are the seeds.
   a.candidate_logits = a.candidate_probs = a.seeds = 0;
-  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+  EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a, kOwnWorkspace));
 }
 
 TEST(ApiFilterArgs, CandidateAndSampleOutputsInTheCallersTerms) {
@@ -1293,7 +1306,7 @@ TEST(ApiFilterArgs, SixteenBitLogitsNeedTwoByteAlignmentAndOverlapInTheirBytes) 
     sgtopk_filter_args a = good_filter_args();
     a.logits = 0x1000002;  // 2-byte aligned: enough
     a.out = 0x2000006;
-    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a, kOwnWorkspace));
     a.logits = 0x1000001;
     expect_filter_args_rejected(plan, a, {"args.logits is not 2-byte aligned", "0x1000001"});
     a = good_filter_args();
@@ -1304,6 +1317,35 @@ TEST(ApiFilterArgs, SixteenBitLogitsNeedTwoByteAlignmentAndOverlapInTheirBytes) 
     a.out = a.logits + (7 * 1024 + 1000) * 2 - 2;
     expect_filter_args_rejected(plan, a, {"args.out overlaps args.logits"});
     a.out = a.logits + (7 * 1024 + 1000) * 2;
-    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a));
+    EXPECT_NO_THROW((void)detail::make_filter_params(plan, &a, kOwnWorkspace));
   }
+}
+
+// A filter_split plan's workspace: the caller's (args.workspace) or the
+// plan's own; neither is refused in the caller's terms, as is a misaligned
+// one; a caller built before the field (the shorter struct) gets the plan's
+// own; a filter_row plan needs none.
+TEST(ApiFilterArgs, TheSplitFamilysWorkspace) {
+  const detail::Plan split = filter_plan(1, 128256, 0, SGTOPK_F32, detail::Policy::defaults());
+  ASSERT_EQ(split.family, "filter_split");
+  ASSERT_GT(split.workspace_bytes, 0u);
+  sgtopk_filter_args a = good_filter_args();
+  try {
+    (void)detail::make_filter_params(split, &a, 0);
+    ADD_FAILURE() << "a split plan launched without a workspace";
+  } catch (const detail::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "args.workspace is 0 and the plan owns none")) << e.what();
+    EXPECT_TRUE(contains(e.what(), std::to_string(split.workspace_bytes) + " bytes")) << e.what();
+  }
+  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(split, &a, kOwnWorkspace).workspace), kOwnWorkspace);
+  a.workspace = 0x9000000;
+  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(split, &a, kOwnWorkspace).workspace), a.workspace);
+  a.workspace = 0x9000008;
+  expect_filter_args_rejected(split, a, {"args.workspace is not 16-byte aligned"});
+  a.struct_size = offsetof(sgtopk_filter_args, workspace);  // built before the field: its bytes are not read
+  EXPECT_EQ(reinterpret_cast<uint64_t>(detail::make_filter_params(split, &a, kOwnWorkspace).workspace), kOwnWorkspace);
+  const detail::Plan row = filter_plan(8, 1000);
+  ASSERT_EQ(row.family, "filter_row");
+  a = good_filter_args();
+  EXPECT_NO_THROW((void)detail::make_filter_params(row, &a, 0));
 }

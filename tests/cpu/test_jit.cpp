@@ -1169,6 +1169,7 @@ TEST(JitFilter, TheFilterPlanCompilesForSm90) {
     Policy policy = Policy::defaults();
     policy.filter.block_threads = threads;
     policy.filter.few_rows_per_sm = 0;  // 130 rows would take the few-rows CTA
+    policy.filter_split.min_segments = 0;  // and two segments a row
     const Plan plan = make_plan(validate_problem(&p), policy, resolve_target(-1, "sm_90", "sm_90"));
     ASSERT_EQ(plan.family, "filter_row");
     const GeneratedSource src = generate_source(plan);
@@ -1194,4 +1195,59 @@ TEST(JitFilter, TheFilterPlanCompilesForSm90) {
     EXPECT_NE(std::search(cubin.begin(), cubin.end(), plan.entry.begin(), plan.entry.end()), cubin.end())
         << plan.entry << " not found in the cubin";
   }
+}
+
+// The filter_split family: chosen for a few rows (as many segments a row as
+// the grid and the vocabulary allow, at least filter.split.min_segments),
+// filter_row past that or with min_segments 0; its plan compiles for sm_90
+// with one workspace record a row.
+TEST(JitFilter, FewRowsTakeTheSplitFamily) {
+  const Target target = resolve_target(-1, "sm_90", "sm_90");
+  auto plan_for = [&](int64_t rows, int64_t width, const Policy& policy) {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.op = SGTOPK_OP_FILTER;
+    p.rows = rows;
+    p.width = width;
+    return make_plan(validate_problem(&p), policy, target);
+  };
+  const Policy defaults = Policy::defaults();
+  const int sms = target.sm_count;
+  ASSERT_GT(sms, 0);
+  const Plan one = plan_for(1, 128256, defaults);
+  EXPECT_EQ(one.family, "filter_split") << one.reason;
+  const int64_t by_width = 128256 / defaults.filter_split.min_segment_width;
+  const int64_t segments = std::min<int64_t>(by_width, int64_t{sms} * defaults.filter_split.ctas_per_sm);
+  EXPECT_EQ(one.grid, static_cast<unsigned>(segments));
+  EXPECT_EQ(one.block, static_cast<unsigned>(defaults.filter_split.block_threads));
+  EXPECT_EQ(one.workspace_bytes, sgtopk::filter_split_row_bytes());
+  EXPECT_TRUE(contains(one.reason, "filter.split.min_segments")) << one.reason;
+  // 64 rows: as many segments as 2 CTAs an SM give each row.
+  const Plan batch = plan_for(64, 128256, defaults);
+  EXPECT_EQ(batch.family, "filter_split") << batch.reason;
+  EXPECT_EQ(batch.grid, static_cast<unsigned>(64 * (int64_t{sms} * 2 / 64)));
+  EXPECT_EQ(batch.workspace_bytes, 64 * sgtopk::filter_split_row_bytes());
+  // Rows that fill the GPU, a vocabulary below two segments, or the knob at 0: filter_row.
+  EXPECT_EQ(plan_for(sms * 2, 128256, defaults).family, "filter_row");
+  EXPECT_EQ(plan_for(1, 8000, defaults).family, "filter_row");
+  Policy off = defaults;
+  off.filter_split.min_segments = 0;
+  const Plan row = plan_for(1, 128256, off);
+  EXPECT_EQ(row.family, "filter_row") << row.reason;
+  EXPECT_EQ(row.workspace_bytes, 0u);
+  EXPECT_TRUE(contains(row.reason, "filter.split.min_segments 0")) << row.reason;
+
+  const GeneratedSource src = generate_source(one);
+  EXPECT_EQ(src.entry, "sgtopk_filter_split");
+  EXPECT_TRUE(contains(src.text, "#include \"sgtopk/agent/filter_split.cuh\"")) << src.text;
+  EXPECT_TRUE(contains(src.text, "static constexpr int kSegments = " + std::to_string(segments) + ";")) << src.text;
+  const CompileRequest request = make_compile_request(src, one.arch, one.policy.compile);
+  std::string log;
+  std::vector<char> cubin;
+  try {
+    cubin = compile_cubin(request.source, request.options, one.arch, "jit-filter-split", &log);
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+  ASSERT_GE(cubin.size(), 4u) << log;
+  EXPECT_NE(std::search(cubin.begin(), cubin.end(), one.entry.begin(), one.entry.end()), cubin.end());
 }

@@ -149,6 +149,12 @@ std::vector<SpillCase> spill_cases() {
       {"filter_row_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
+      // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).
+      {"filter_split_rows1_w128256", 0, 1, 128256, "", false, false, true},
+      {"filter_split_bf16_rows64_w128256", 0, 64, 128256, "", false, false, true, "", SGTOPK_BF16},
+      {"filter_split_f16_rows1_w262208", 0, 1, 262208, "", false, false, true, "", SGTOPK_F16},
+      {"filter_split_outputs_rows8_w128256", 64, 8, 128256, "", false, false, true, "", SGTOPK_F32,
+       SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
   };
 }
 

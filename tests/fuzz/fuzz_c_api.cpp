@@ -267,7 +267,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fa.live_rows = a.live_rows;
       detail::DeviceFilterParams params{};
       const auto args_status = checked("make_filter_params", {SGTOPK_ERROR_INVALID_ARGUMENT},
-                                       [&] { params = detail::make_filter_params(plan, &fa); });
+                                       [&] { params = detail::make_filter_params(plan, &fa, own_workspace); });
       if (!args_status) {
         const auto addr = [](const void* ptr) { return reinterpret_cast<uint64_t>(ptr); };
         const uint64_t elem = static_cast<uint64_t>(detail::dtype_bytes(plan.problem.dtype));
@@ -278,7 +278,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         fa.logits % elem == 0 && (plan.problem.filter_mask ? fa.out != 0 : fa.out == 0) &&
                         fa.out % elem == 0 && !plan.problem.filter_candidates && !plan.problem.filter_sample &&
                         fa.top_k % 4 == 0 && fa.top_p % 4 == 0 &&
-                        fa.temperature % 4 == 0 && fa.live_rows % 4 == 0 &&
+                        fa.temperature % 4 == 0 && fa.live_rows % 4 == 0 && own_workspace % 16 == 0 &&
+                        (plan.workspace_bytes == 0 || own_workspace != 0) &&
                         (fa.out == 0 || fa.out == fa.logits || fa.out >= fa.logits + extent || fa.logits >= fa.out + extent) &&
                         addr(params.logits) == fa.logits && addr(params.out) == fa.out &&
                         addr(params.top_k) == fa.top_k && addr(params.top_p) == fa.top_p &&

@@ -143,6 +143,7 @@ sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dt
   sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
   o.device = 0;
   o.policy_toml = policy_toml;
+  o.own_workspace = 1;  // a filter_split plan's row records
   sgtopk_plan plan = nullptr;
   EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   return plan;
@@ -867,7 +868,9 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   const float ps[] = {0.9f, 1.0f, 0.5f, 0.99f, 0.9f};
   std::vector<float> first_out;
   for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.sample_sigmas = 0\n",
-                             "filter.sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n"}) {
+                             "filter.sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
+                             "filter.split.min_segments = 0\n",
+                             "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n"}) {
     SCOPED_TRACE(policy ? policy : "default policy");
     sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
     ASSERT_NE(plan, nullptr);
@@ -892,6 +895,111 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   }
 }
 
+// ------------------------------------------------ the filter_split family ----
+
+// A few rows on several CTAs each: the split family (several segment
+// counts), against filter_row's bits and the reference, out of place and
+// in place, replayed from a graph (the record's header restored: every
+// replay the same), with the caller's workspace.
+TEST(FilterGpuSplit, SegmentsGiveFilterRowsBits) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "filter_split");
+  struct Shape {
+    int64_t rows, vocab, pitch;
+  };
+  for (const Shape shape : {Shape{1, 128256, 0}, Shape{1, 262208, 0}, Shape{3, 32000, 32000 + 5}, Shape{64, 128256, 0},
+                            Shape{16, 50000, 50000 + 3}}) {
+    const int64_t rows = shape.rows, vocab = shape.vocab, pitch = shape.pitch ? shape.pitch : vocab;
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(vocab));
+    FilterSet s(rows, vocab, shape.pitch, Mode::kMixed, rng);
+    for (int64_t r = 0; r < rows; ++r)  // mostly top-k rows (the split's), each with its own k, p and T
+      if (r % 5 != 4) s.values.k[static_cast<size_t>(r)] = 1 + static_cast<int>(rng() % 2000);
+    s.d_k.upload(s.values.k);
+    std::vector<float> want;
+    struct Variant {
+      const char* policy;
+      const char* family;
+    };
+    for (const Variant v : {Variant{"filter.split.min_segments = 0\n", "filter_row"}, Variant{nullptr, "filter_split"},
+                            Variant{"filter.split.min_segment_width = 1024\n", "filter_split"},
+                            Variant{"filter.split.block_threads = 1024\n", "filter_split"}}) {
+      SCOPED_TRACE(v.policy ? v.policy : "default policy");
+      sgtopk_plan plan = compile_filter(rows, vocab, shape.pitch, SGTOPK_F32, v.policy);
+      ASSERT_NE(plan, nullptr);
+      sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+      ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK);
+      EXPECT_STREQ(info.family, v.family);
+      s.poison();
+      sgtopk_graph graph = nullptr;
+      ASSERT_EQ(sgtopk_filter_graph_create(plan, &s.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+      for (int replay = 0; replay < 3; ++replay) {
+        s.poison();
+        ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+        synchronize();
+        const std::vector<float> out = s.out();
+        EXPECT_EQ(check(s, out, rows, false), "") << "replay " << replay;
+        if (want.empty()) want = out;
+        else EXPECT_EQ(std::memcmp(out.data(), want.data(), out.size() * 4), 0) << "replay " << replay << ": other bits";
+      }
+      EXPECT_EQ(sgtopk_graph_destroy(graph), SGTOPK_OK);
+      // In place, on a copy of the logits.
+      DeviceBuffer copy(s.logits.size() * 4);
+      copy.upload(s.logits);
+      sgtopk_filter_args in_place = s.args;
+      in_place.logits = in_place.out = copy.ptr();
+      ASSERT_EQ(sgtopk_filter(plan, &in_place, nullptr), SGTOPK_OK) << sgtopk_last_error();
+      synchronize();
+      const std::vector<float> got = copy.download_as<float>(s.logits.size());
+      EXPECT_EQ(check(s, got, rows, true), "") << "in place";
+      for (int64_t r = 0; r < rows; ++r)
+        EXPECT_EQ(std::memcmp(got.data() + r * pitch, want.data() + r * pitch, static_cast<size_t>(vocab) * 4), 0)
+            << "in place, row " << r << ": other bits";
+      ASSERT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+    }
+  }
+}
+
+// A split plan without its own workspace: the caller's (zero-filled), else refused.
+TEST(FilterGpuSplit, TheCallersWorkspace) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "filter_split_workspace");
+  const int64_t rows = 4, vocab = 128256;
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = SGTOPK_OP_FILTER;
+  p.rows = rows;
+  p.width = vocab;
+  p.flags = SGTOPK_FILTER_MASK;
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  sgtopk_plan plan = nullptr;
+  ASSERT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  size_t bytes = 0;
+  ASSERT_EQ(sgtopk_workspace_size(plan, &bytes), SGTOPK_OK);
+  EXPECT_EQ(bytes, static_cast<size_t>(rows) * sgtopk::filter_split_row_bytes());
+  FilterSet s(rows, vocab, 0, Mode::kBoth, rng);
+  EXPECT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(std::string(sgtopk_last_error()).find("args.workspace is 0") != std::string::npos) << sgtopk_last_error();
+  synchronize();
+  const std::vector<float> untouched = s.out();
+  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), is_poison)) << "a refused call wrote";
+  DeviceBuffer workspace(bytes);
+  workspace.fill_u32(0u);
+  s.args.workspace = workspace.ptr();
+  for (int i = 0; i < 2; ++i) {
+    s.poison();
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    EXPECT_EQ(check(s, s.out(), rows, false), "") << "launch " << i;
+  }
+  const std::vector<uint32_t> words = workspace.download_as<uint32_t>(bytes / 4);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int w = 0; w < 4; ++w)
+      EXPECT_EQ(words[static_cast<size_t>(r * sgtopk::filter_split_row_bytes() / 4 + w)], 0u) << "row " << r << "'s header";
+  sgtopk_plan_destroy(plan);
+}
+
 // ------------------------------------------ candidate and sample outputs ----
 
 // A plan with the candidate output (capacity `capacity`, row stride
@@ -908,6 +1016,7 @@ sgtopk_plan compile_outputs(int64_t rows, int64_t vocab, int capacity, int64_t o
   sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
   o.device = 0;
   o.policy_toml = policy_toml;
+  o.own_workspace = 1;  // a filter_split plan's row records
   sgtopk_plan plan = nullptr;
   EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
   return plan;

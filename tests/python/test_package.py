@@ -118,7 +118,10 @@ class Planning(unittest.TestCase):
         from sgtopk import _capi
         lib = sgtopk.library()
         plan = lib.compile(0, 8, 32000, op=_capi.OP_FILTER, device=-1, arch="sm_90", own_workspace=False)
-        self.assertEqual(plan.info["family"], "filter_row")
+        self.assertEqual(plan.info["family"], "filter_split")  # a few rows: several CTAs a row
+        many = lib.compile(0, 4096, 32000, op=_capi.OP_FILTER, device=-1, arch="sm_90", own_workspace=False)
+        self.assertEqual(many.info["family"], "filter_row")
+        many.close()
         self.assertIn("filter rows=8 width=32000", plan.text)
         with self.assertRaises(sgtopk.SgtopkError) as e:
             plan.filter({"logits": 0x10000, "top_k_value": 50, "top_p_value": 0.9})

@@ -24,6 +24,10 @@
 // against the reference's draw (per-row seeds; SCALAR_SEED: one seed and the
 // row as the stream). NO_MASK: no mask output (out is null; the logits must
 // be left as they were).
+// SEGMENTS=S: the filter_split family, S CTAs a row (one record a row in a
+// workspace, every header restored afterwards), run one after another in a
+// shuffled order (any order is a legal schedule, and it varies which CTA
+// finishes a row).
 // Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
@@ -45,7 +49,7 @@
 // The rows each route took (thread 0 counts): the template's hook.
 inline std::atomic<long> g_routes[3];
 #define SGTOPK_FILTER_ROUTE(route) (threadIdx.x == 0 ? (void)g_routes[route].fetch_add(1) : (void)0)
-#include "sgtopk/agent/filter_row.cuh"
+#include "sgtopk/agent/filter_split.cuh"
 using namespace sgtopk;
 
 #ifndef THREADS
@@ -77,8 +81,18 @@ struct Config {
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
   static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
   static constexpr int kOutputs = kFilterOutMask | kFilterOutCandidates | kFilterOutSample;  // the pointers choose
+#ifdef SEGMENTS
+  static constexpr int kSegments = SEGMENTS;
+#endif
 };
 using Agent = FilterRowAgent<Config>;
+#ifdef SEGMENTS
+using Launched = FilterSplitAgent<Config>;
+constexpr int kSegments = SEGMENTS;
+#else
+using Launched = Agent;
+constexpr int kSegments = 1;
+#endif
 using Elem = Agent::Elem;
 
 namespace {
@@ -295,11 +309,26 @@ int main(int argc, char** argv) {
   g_block = new std::barrier<>(THREADS);
   blockDim.x = THREADS;
   g_warps = new EmuWarp[THREADS / 32];
-  gridDim.x = 1;
-  blockIdx.x = 0;
-  std::vector<std::thread> ts_;
-  for (int t = 0; t < THREADS; ++t) ts_.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
-  for (auto& t : ts_) t.join();
+  std::vector<unsigned char> workspace(kSegments > 1 ? static_cast<size_t>(rows) * filter_split_row_bytes() : 0);
+  p.workspace = workspace.data();
+  std::vector<unsigned> blocks(kSegments > 1 ? static_cast<size_t>(rows) * kSegments : 1);
+  for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<unsigned>(b);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  gridDim.x = static_cast<unsigned>(blocks.size());
+  for (const unsigned b : blocks) {
+    blockIdx.x = b;
+    std::vector<std::thread> ts_;
+    for (int t = 0; t < THREADS; ++t) ts_.emplace_back([&, t] { threadIdx.x = t; Launched::run(p); });
+    for (auto& t : ts_) t.join();
+  }
+  for (int r = 0; r < rows && kSegments > 1; ++r) {
+    FilterSplitRowHeader h;
+    std::memcpy(&h, workspace.data() + static_cast<size_t>(r) * filter_split_row_bytes(), sizeof h);
+    if (h.arrived || h.candidates || h.max_key) {
+      std::printf("BAD: row %d's split record was not restored\n", r);
+      return 1;
+    }
+  }
 
   int bad = 0;
   long candidate_rows = 0, truncated_rows = 0, sampled_rows = 0;

@@ -797,6 +797,19 @@ struct FilterRowAgent {
     return true;
   }
 
+  // The highest row index of a kept copy of b among the n candidates, which
+  // hold all its copies (0xffffffff: every copy is kept; with t == 0 none
+  // is): a count round over the copies where only some are kept.
+  static SGTOPK_DEVICE u32 last_kept_copy(Shared& s, u32 b, u32 t, int n) {
+    u32 copies = 0;
+    for (int base = 0; base < n; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      copies += static_cast<u32>(__syncthreads_count(i < n && s.candidate_key[i] == b));
+    }
+    if (t >= copies) return 0xffffffffu;
+    return t == 0u ? 0u : nth_copy_index(s, Candidates{s.candidate_key, n, s.candidate_index}, b, t);
+  }
+
   // Writes the row from the `count` candidates, which hold the kept set:
   // the kept values' bits are read first (in place, before they are
   // overwritten), then mask_value goes to every element, then the kept
@@ -804,13 +817,7 @@ struct FilterRowAgent {
   // of b are kept up to the t-th by index, found by a count round over them.
   static SGTOPK_DEVICE void write_kept(Shared& s, const Row& row, Elem* out, u32 b, u32 t, u32 count, Elem mask_value) {
     const int n = static_cast<int>(count);
-    u32 copies = 0;
-    for (int base = 0; base < n; base += kThreads) {
-      const int i = base + static_cast<int>(threadIdx.x);
-      copies += static_cast<u32>(__syncthreads_count(i < n && s.candidate_key[i] == b));
-    }
-    u32 last = 0xffffffffu;  // the highest index of a kept copy of b
-    if (t < copies) last = t == 0u ? 0u : nth_copy_index(s, Candidates{s.candidate_key, n, s.candidate_index}, b, t);
+    const u32 last = last_kept_copy(s, b, t, n);
     for (int i = threadIdx.x; i < n; i += kThreads) {
       const u32 key = s.candidate_key[i], index = s.candidate_index[i];
       const bool kept = key > b || (key == b && t != 0u && index <= last);
@@ -1031,102 +1038,128 @@ struct FilterRowAgent {
     return static_cast<Elem*>(p.out) + static_cast<long long>(r) * p.pitch;
   }
 
+  // Row r's filter: its logits and their scaling, k and p after the
+  // temperature's rule (a temperature that does not scale is greedy: top-1).
+  struct RowTask {
+    Row row;
+    int k;
+    float top_p;
+    bool top_k_on, top_p_on;
+  };
+  static SGTOPK_DEVICE RowTask row_task(const FilterParams& p, int r) {
+    const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
+    const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
+    RowTask task{Row{static_cast<const Elem*>(p.logits) + static_cast<long long>(r) * p.pitch, p.width,
+                     1.0 / static_cast<double>(temperature), !greedy && temperature != 1.0f},
+                 0, 1.0f, false, false};
+    task.k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
+    task.top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
+    task.top_k_on = task.k > 0 && task.k < task.row.len;
+    task.top_p_on = task.top_p < 1.0f;  // false for NaN
+    return task;
+  }
+
+  // The candidate or sample output asked for (block-uniform).
+  static SGTOPK_DEVICE bool more_outputs(const FilterParams& p) {
+    return kMoreOutputs && (p.candidate_indices != nullptr || p.sampled_tokens != nullptr);
+  }
+
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
-    // Rows are ints (FilterParams::rows); the row's output pointer and mask
-    // value are recomputed where used: registers are short in a CTA of 1024.
     const int live = static_cast<int>(live_row_count(p, static_cast<long long>(p.rows)));
-    for (int r = blockIdx.x; r < live; r += gridDim.x) {
-      const float temperature = p.temperature ? p.temperature[r] : p.temperature_value;
-      const bool greedy = !(temperature > 0.0f && temperature < __int_as_float(0x7f800000));
-      Row row{static_cast<const Elem*>(p.logits) + static_cast<long long>(r) * p.pitch, p.width,
-              1.0 / static_cast<double>(temperature), !greedy && temperature != 1.0f};
-      int k = greedy ? 1 : (p.top_k ? p.top_k[r] : p.top_k_value);
-      float top_p = greedy ? 1.0f : (p.top_p ? p.top_p[r] : p.top_p_value);
-      const bool top_k_on = k > 0 && k < row.len;
-      const bool top_p_on = top_p < 1.0f;  // false for NaN
-      // The outputs asked for (block-uniform): the mask, and the candidates or the sample.
-      const bool mask = p.out != nullptr;
-      const bool more = kMoreOutputs && (p.candidate_indices != nullptr || p.sampled_tokens != nullptr);
-      if (!top_k_on && !top_p_on) {  // every token is kept
-        if (mask) {
-          Elem* out = output_row(p, r);
-          for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
-        }
-        if (more) outputs_from_row(s, p, r, row, largest_key(s, row), 0u, 0xffffffffu);
-        continue;
-      }
-      u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-      u32 tau = 0u;
-      if (propose(s, row, k, top_k_on, top_p, &tau)) {
-        const u32 count = gather(s, row, tau);
-        if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
-          SGTOPK_FILTER_ROUTE(kRouteSampled);
-          // The candidates hold the kept set: the outputs first, while an
-          // in-place mask has not yet overwritten the logits.
-          if (more) outputs_from_buffer(s, p, r, row, s.max_key, b, t, count);
-          if (mask) write_kept(s, row, output_row(p, r), b, t, count, Logit::narrow(p.mask_value));
-          __syncthreads();
-          continue;
-        }
-        SGTOPK_FILTER_ROUTE(kRouteFallback);
-        b = 0u;
-        t = 0xffffffffu;
-        __syncthreads();  // the attempt's reads of shared state are done
-      } else {
-        SGTOPK_FILTER_ROUTE(kRouteExact);
-      }
-      // The exact route.
-      u32 max_key;
-      u32 copies = 0xffffffffu;  // b's copies in the row where a buffer counted them
-      if (top_k_on) {
-        // One pass: the largest key, and the first digit round (all keys).
-        for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
-        if (threadIdx.x == 0) {
-          s.max_key = 0u;
-          s.candidates = 0u;
-        }
-        __syncthreads();
-        u32 local_max = 0u;
-        for_each_key(row, [&](float, u32 key, int) {
-          local_max = max_of(local_max, key);
-          atomicAdd(&s.count[key >> 21], 1u);
-        });
-        atomicMax(&s.max_key, local_max);
-        __syncthreads();
-        const Found first = scan_digits(s.count, static_cast<u64>(k), s.scratch);
-        max_key = s.max_key;
-        // The keys at or above the digit: every top-k survivor, hence every
-        // key a later round, the survivors' mass or top-p counts.
-        const u64 candidates = first.above + s.count[first.digit];
-        __syncthreads();  // count is cleared by the next round
-        u64 above = 0;
-        if (candidates <= static_cast<u64>(kFilterCandidates)) {
-          const Candidates c = gather_digits(s, row, first.digit, kDigits - 1u, candidates);
-          b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
-          t = static_cast<u32>(static_cast<u64>(k) - above);
-          if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
-          copies = count_copies(c, b);  // b is at or above the buffer's digit: all its copies
-        } else {
-          b = boundary(s, row, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
-          t = static_cast<u32>(static_cast<u64>(k) - above);
-          if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
-        }
-      } else {  // top-p alone
-        max_key = largest_key(s, row);  // the first of the order
-        top_p_alone(s, row, top_p, max_key, b, t, &copies);
-      }
-      if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
+    for (int r = blockIdx.x; r < live; r += gridDim.x) filter_row(s, p, r, true);
+  }
+
+  // Filters row r with the whole CTA: the sampled route first where
+  // `try_sampled`, else (or where it misses) the exact route. The row's
+  // task, output pointer and mask value are computed here, where used:
+  // registers are short in a CTA of 1024.
+  static SGTOPK_DEVICE void filter_row(Shared& s, const FilterParams& p, int r, bool try_sampled) {
+    const RowTask task = row_task(p, r);
+    const Row& row = task.row;
+    const int k = task.k;
+    const float top_p = task.top_p;
+    const bool top_k_on = task.top_k_on, top_p_on = task.top_p_on;
+    const bool mask = p.out != nullptr;
+    const bool more = more_outputs(p);
+    if (!top_k_on && !top_p_on) {  // every token is kept
       if (mask) {
-        // Every copy of b kept: no ranks, no barrier (not compiled in with
-        // the other outputs, whose registers leave none for it).
-        if (!kMoreOutputs && copies != 0xffffffffu && t >= copies)
-          write_at_or_above(row, output_row(p, r), b, Logit::narrow(p.mask_value));
-        else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+        Elem* out = output_row(p, r);
+        for (int i = threadIdx.x; i < row.len; i += kThreads) out[i] = row.logits[i];
+      }
+      if (more) outputs_from_row(s, p, r, row, largest_key(s, row), 0u, 0xffffffffu);
+      return;
+    }
+    u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
+    u32 tau = 0u;
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau)) {
+      const u32 count = gather(s, row, tau);
+      if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
+        SGTOPK_FILTER_ROUTE(kRouteSampled);
+        // The candidates hold the kept set: the outputs first, while an
+        // in-place mask has not yet overwritten the logits.
+        if (more) outputs_from_buffer(s, p, r, row, s.max_key, b, t, count);
+        if (mask) write_kept(s, row, output_row(p, r), b, t, count, Logit::narrow(p.mask_value));
+        __syncthreads();
+        return;
+      }
+      SGTOPK_FILTER_ROUTE(kRouteFallback);
+      b = 0u;
+      t = 0xffffffffu;
+      __syncthreads();  // the attempt's reads of shared state are done
+    } else {
+      SGTOPK_FILTER_ROUTE(try_sampled ? kRouteExact : kRouteFallback);  // not tried: the split's finisher fell back
+    }
+    // The exact route.
+    u32 max_key;
+    u32 copies = 0xffffffffu;  // b's copies in the row where a buffer counted them
+    if (top_k_on) {
+      // One pass: the largest key, and the first digit round (all keys).
+      for (int i = threadIdx.x; i < kDigits; i += kThreads) s.count[i] = 0u;
+      if (threadIdx.x == 0) {
+        s.max_key = 0u;
+        s.candidates = 0u;
       }
       __syncthreads();
+      u32 local_max = 0u;
+      for_each_key(row, [&](float, u32 key, int) {
+        local_max = max_of(local_max, key);
+        atomicAdd(&s.count[key >> 21], 1u);
+      });
+      atomicMax(&s.max_key, local_max);
+      __syncthreads();
+      const Found first = scan_digits(s.count, static_cast<u64>(k), s.scratch);
+      max_key = s.max_key;
+      // The keys at or above the digit: every top-k survivor, hence every
+      // key a later round, the survivors' mass or top-p counts.
+      const u64 candidates = first.above + s.count[first.digit];
+      __syncthreads();  // count is cleared by the next round
+      u64 above = 0;
+      if (candidates <= static_cast<u64>(kFilterCandidates)) {
+        const Candidates c = gather_digits(s, row, first.digit, kDigits - 1u, candidates);
+        b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
+        t = static_cast<u32>(static_cast<u64>(k) - above);
+        if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
+        copies = count_copies(c, b);  // b is at or above the buffer's digit: all its copies
+      } else {
+        b = boundary(s, row, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
+        t = static_cast<u32>(static_cast<u64>(k) - above);
+        if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
+      }
+    } else {  // top-p alone
+      max_key = largest_key(s, row);  // the first of the order
+      top_p_alone(s, row, top_p, max_key, b, t, &copies);
     }
+    if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
+    if (mask) {
+      // Every copy of b kept: no ranks, no barrier (not compiled in with
+      // the other outputs, whose registers leave none for it).
+      if (!kMoreOutputs && copies != 0xffffffffu && t >= copies)
+        write_at_or_above(row, output_row(p, r), b, Logit::narrow(p.mask_value));
+      else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+    }
+    __syncthreads();
   }
 };
 

@@ -1,0 +1,50 @@
+// The filter_split family (a few rows: each row's vocabulary in segments on
+// several CTAs, the last to arrive decides the row; docs/filter-design.md):
+// templates/sgtopk/agent/filter_split.cuh.
+#include "runtime/families/families.h"
+
+#include <algorithm>
+
+#include "runtime/error.h"
+#include "runtime/families/select_common.h"
+#include "templates/sgtopk/abi.h"
+
+namespace sgtopk::detail {
+
+// The CTAs an SM holds: filter.split.ctas_per_sm within what its threads,
+// registers (64 a thread) and shared memory allow; one with the candidate
+// or sample output compiled in (after the segment pass their code needs
+// more than 64 registers a thread: ptxas spilled at two CTAs of 512).
+int filter_split_ctas_per_sm(const Problem& p, const FilterSplitPolicy& policy, const std::string& arch) {
+  if (p.filter_candidates || p.filter_sample) return 1;
+  return std::min(policy.ctas_per_sm, filter_ctas_per_sm(policy.block_threads, sgtopk::filter_row_shared_bytes(), arch));
+}
+
+// As many segments a row as the grid (the CTAs an SM holds) and the
+// vocabulary (min_segment_width a segment) allow; 1 below min_segments (or
+// with 0).
+int filter_split_segments(const Problem& p, const FilterSplitPolicy& policy, const Target& target) {
+  if (policy.min_segments == 0) return 1;
+  const int64_t by_grid = int64_t{target.sm_count} * filter_split_ctas_per_sm(p, policy, target.arch) / p.rows;
+  const int64_t by_width = p.width / policy.min_segment_width;
+  const int64_t segments = std::min(by_grid, by_width);
+  return segments >= std::max(2, policy.min_segments) ? static_cast<int>(segments) : 1;
+}
+
+void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
+  const FilterSplitPolicy& fs = policy.filter_split;
+  const int segments = filter_split_segments(p, fs, target);
+  if (p.rows * segments > int64_t{0x7fffffff})
+    invalid_argument("the filter_split family launches one CTA per row and segment, at most 2^31 - 1 CTAs; " +
+                     std::to_string(p.rows) + " rows are too many for it (the filter_row family takes them)");
+  plan.block = static_cast<unsigned>(fs.block_threads);
+  // filter_row's shared memory (its CTA decides a row as filter_row does).
+  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
+  plan.min_blocks_per_sm = static_cast<unsigned>(filter_split_ctas_per_sm(p, fs, target.arch));
+  plan.grid = static_cast<unsigned>(p.rows * segments);
+  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight).integer("kSegments", segments);
+  // One record a row: the segments' arrival, count and largest key, then the candidates.
+  plan.workspace_bytes = static_cast<uint64_t>(p.rows) * sgtopk::filter_split_row_bytes();
+}
+
+}  // namespace sgtopk::detail

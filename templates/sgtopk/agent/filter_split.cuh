@@ -1,0 +1,242 @@
+// Filter for a few rows (docs/filter-design.md, "Mappings"): each row's
+// vocabulary is cut into kSegments segments, one CTA each, so that a row's
+// pass runs on many SMs; the last segment to arrive decides the row. No CTA
+// waits for another, so the grid needs no co-residency.
+//
+//   threshold every CTA of a row samples the same strided logits and so
+//             finds the same tau (filter_row's propose())
+//   segment   one pass over the CTA's segment appends every key at or above
+//             tau, with its index, to the row's workspace record, and its
+//             largest key; out of place it writes the segment's mask in the
+//             same pass: mask_value below tau, the logit's own bits at or
+//             above (the finisher masks the candidates that are not kept)
+//   finisher  the last to arrive loads the candidates into shared memory
+//             and decides exactly as filter_row's sampled route (the same
+//             integers over the same keys: the same kept set); in place it
+//             writes the whole row (write_kept), out of place only the
+//             dropped candidates. Where the candidates do not hold the
+//             boundary (fewer than k, or more than the buffer) it runs
+//             filter_row's exact route over the row alone.
+//
+// Rows the split does not serve (no top-k: top-p alone or no filter; k past
+// the candidate buffer; a sample predicting a miss) are filtered by their
+// first segment's CTA alone, as filter_row does; the row's other CTAs
+// return. The finisher restores the record's header, so a graph replay
+// starts from zero. Config adds kSegments to filter_row's constants;
+// FilterParams::workspace holds one record a row (abi.h,
+// filter_split_row_bytes).
+#pragma once
+#include "sgtopk/agent/filter_row.cuh"
+
+namespace sgtopk {
+
+template <typename Config>
+struct FilterSplitAgent {
+  typedef FilterRowAgent<Config> RowAgent;
+  typedef typename RowAgent::Shared Shared;
+  typedef typename RowAgent::Row Row;
+  typedef typename RowAgent::Elem Elem;
+  typedef typename RowAgent::RowTask RowTask;
+  static constexpr int kThreads = Config::kThreads;
+  static constexpr int kSegments = Config::kSegments;
+  static constexpr int kPerVector = RowAgent::kPerVector;
+  static constexpr unsigned kSharedBytes = RowAgent::kSharedBytes;
+  static_assert(kSegments >= 1, "a split plan has segments");
+
+  // Row r's record in the workspace.
+  struct Record {
+    FilterSplitRowHeader* header;
+    u32* keys;     // kFilterCandidates unscaled keys
+    u32* indices;  // their row indices
+  };
+  static SGTOPK_DEVICE Record record(void* workspace, int r) {
+    unsigned char* base = static_cast<unsigned char*>(workspace) + static_cast<u64>(r) * filter_split_row_bytes();
+    u32* keys = reinterpret_cast<u32*>(base + kFilterSplitRowHeaderBytes);
+    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterCandidates};
+  }
+
+  // Elements per segment, a multiple of 64 so that every segment starts on
+  // the row's 16-byte alignment (the last may be shorter, or empty).
+  static SGTOPK_DEVICE int segment_width(int len) {
+    const long long w = (static_cast<long long>(len) + kSegments - 1) / kSegments;
+    return static_cast<int>((w + 63) / 64 * 64);
+  }
+
+  // The segment pass over [begin, end): every unscaled key at or above
+  // `threshold` with its row index into the candidate buffer (counted past
+  // its capacity), the segment's largest unscaled key into s.max_key; with
+  // `out` (out of place), the segment's mask: the logit's bits where taken,
+  // else mask_value, in 16-byte stores where out shares the logits'
+  // alignment. Returns the count.
+  static SGTOPK_DEVICE u32 collect(Shared& s, const Row& row, int begin, int end, u32 threshold, Elem* out,
+                                   Elem mask_value) {
+    if (threadIdx.x == 0) {
+      s.max_key = 0u;
+      s.candidates = 0u;
+    }
+    __syncthreads();
+    const Elem* segment = row.logits + begin;
+    Elem* segment_out = out != nullptr ? out + begin : nullptr;
+    const bool vector_out = out != nullptr && ((reinterpret_cast<u64>(out) - reinterpret_cast<u64>(row.logits)) & 15u) == 0u;
+    const u32 mask_bits = RowAgent::bits_of(mask_value);
+    u32 local_max = 0u;
+    auto visit = [&](const u32(&words)[4], int first, u32 valid) {
+      u32 take = 0u;
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u) {
+        const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
+        if ((valid >> u) & 1u) {
+          local_max = max_of(local_max, key);
+          if (key >= threshold) take |= 1u << u;
+        }
+      }
+      if (segment_out != nullptr) {
+        if (vector_out && valid == (1u << kPerVector) - 1u) {
+          u32 w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+          for (int u = 0; u < kPerVector; ++u) {
+            const u32 bits = (take >> u) & 1u ? RowAgent::bits_of(RowAgent::element(words, u)) : mask_bits;
+            if constexpr (sizeof(Elem) == 4) w[u] = bits;
+            else w[u / 2] |= bits << (16 * (u & 1));
+          }
+          uint4 v;
+          v.x = w[0];
+          v.y = w[1];
+          v.z = w[2];
+          v.w = w[3];
+          *reinterpret_cast<uint4*>(segment_out + first) = v;
+        } else {
+#pragma unroll
+          for (int u = 0; u < kPerVector; ++u)
+            if ((valid >> u) & 1u)
+              segment_out[first + u] = (take >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
+        }
+      }
+      if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;  // most steps: no warp appends
+      u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((take >> u) & 1u) {
+          if (slot < static_cast<u32>(kFilterCandidates)) {
+            s.candidate_key[slot] = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
+            s.candidate_index[slot] = static_cast<u32>(begin + first + u);
+          }
+          ++slot;
+        }
+    };
+    RowAgent::stream_row(segment, end - begin, visit);
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
+    __syncthreads();
+    return s.candidates;
+  }
+
+  // Publishes the segment's `count` candidates and its largest key (in
+  // s.max_key) in the row's record and arrives; true on the row's finisher,
+  // which then holds the row's count and largest unscaled key in
+  // s.scratch[1] and [2] and has restored the header.
+  static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count) {
+    if (threadIdx.x == 0) {
+      s.scratch[0] = count != 0u ? atomicAdd(&rec.header->candidates, count) : 0u;
+      atomicMax(&rec.header->max_key, s.max_key);
+    }
+    __syncthreads();
+    const u32 base = static_cast<u32>(s.scratch[0]);
+    const u32 stored = min_of(count, static_cast<u32>(kFilterCandidates));
+    for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterCandidates); i += kThreads) {
+      rec.keys[base + i] = s.candidate_key[i];
+      rec.indices[base + i] = s.candidate_index[i];
+    }
+    __threadfence();  // the candidates (and an out-of-place mask) are visible device-wide before the arrival
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+      s.scratch[0] = last ? 1u : 0u;
+      if (last) {
+        __threadfence();
+        volatile FilterSplitRowHeader* h = rec.header;
+        s.scratch[1] = h->candidates;
+        s.scratch[2] = h->max_key;
+        h->arrived = 0u;
+        h->candidates = 0u;
+        h->max_key = 0u;
+      }
+    }
+    __syncthreads();
+    return s.scratch[0] != 0u;
+  }
+
+  // Writes mask_value over the candidates of the n buffered ones that (b, t)
+  // does not keep (out of place: the segments wrote every other element).
+  static SGTOPK_DEVICE void drop_candidates(Shared& s, Elem* out, u32 b, u32 t, int n, Elem mask_value) {
+    const u32 last = RowAgent::last_kept_copy(s, b, t, n);
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 key = s.candidate_key[i], index = s.candidate_index[i];
+      if (!(key > b || (key == b && t != 0u && index <= last))) out[index] = mask_value;
+    }
+  }
+
+  // The finisher: `count` candidates (every key at or above tau) in the
+  // record, max_key the row's largest unscaled key. False where they do not
+  // hold the boundary (fewer than k, or more than the buffer): the exact
+  // route must run.
+  static SGTOPK_DEVICE bool finish(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count, u32 max_key) {
+    const RowTask task = RowAgent::row_task(p, r);  // again, here: nothing of it stays live across the segment pass
+    const Row& row = task.row;
+    if (count < static_cast<u32>(task.k) || count > static_cast<u32>(kFilterCandidates)) return false;
+    const int n = static_cast<int>(count);
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
+      s.candidate_key[i] = RowAgent::scaled_key(row, key);
+      s.candidate_index[i] = index;
+    }
+    __syncthreads();  // every thread has read the totals
+    if (threadIdx.x == 0) s.max_key = RowAgent::scaled_key(row, max_key);
+    __syncthreads();
+    u32 b = 0u, t = 0xffffffffu;
+    RowAgent::decide(s, row, task.k, true, task.top_p, task.top_p_on, count, b, t);  // true: count >= k
+    SGTOPK_FILTER_ROUTE(RowAgent::kRouteSampled);
+    // The outputs first, while an in-place mask has not yet overwritten the logits.
+    if (RowAgent::more_outputs(p)) RowAgent::outputs_from_buffer(s, p, r, row, s.max_key, b, t, count);
+    if (p.out != nullptr) {
+      Elem* out = RowAgent::output_row(p, r);
+      const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
+      if (p.out == p.logits) RowAgent::write_kept(s, row, out, b, t, count, mask_value);
+      else drop_candidates(s, out, b, t, n, mask_value);
+    }
+    __syncthreads();
+    return true;
+  }
+
+  static SGTOPK_DEVICE void run(const FilterParams& p) {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
+    const int r = static_cast<int>(blockIdx.x / kSegments), segment = static_cast<int>(blockIdx.x % kSegments);
+    if (r >= live_row_count(p, static_cast<long long>(p.rows))) return;
+    bool try_sampled = true;  // for a row filtered by one CTA: filter_row's sampled route first
+    {
+      const RowTask task = RowAgent::row_task(p, r);
+      u32 tau = 0u;
+      const bool split = task.top_k_on && task.k <= kFilterCandidates &&
+                         RowAgent::propose(s, task.row, task.k, true, task.top_p, &tau);
+      if (!split) {
+        if (segment != 0) return;  // the first segment's CTA filters the row alone
+      } else {
+        const int len = task.row.len, width = segment_width(len);
+        const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+        Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
+        const Record rec = record(p.workspace, r);
+        const u32 count = collect(s, task.row, begin, end, RowAgent::unscaled_threshold(task.row, tau), out,
+                                  RowAgent::Logit::narrow(p.mask_value));
+        if (!publish(s, rec, count)) return;
+        const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
+        __syncthreads();  // every thread has read the totals
+        if (finish(s, p, r, rec, total, max_key)) return;
+        try_sampled = false;  // the candidates miss the boundary: the exact route (it rewrites the whole row)
+      }
+    }
+    RowAgent::filter_row(s, p, r, try_sampled);
+  }
+};
+
+}  // namespace sgtopk
