@@ -246,8 +246,9 @@
 // [filter.split] a few rows: each row's vocabulary on several CTAs, the last
 // to arrive decides the row (docs/filter-design.md).
 #define SGTOPK_POLICY_FILTER_SPLIT(X) \
-  X(INT, min_segments, 2, (0, 1024), \
-    "split a launch when at least this many CTAs a row fit (0: never; else the filter_row family)") \
+  X(INT, min_segments, 3, (0, 1024), \
+    "split a launch when at least this many CTAs a row fit (0: never; else the filter_row family); at\n" \
+    "two a row filter_row is as fast (docs/decisions/2026-12-02-filter-split-family.md)") \
   X(INT, ctas_per_sm, 2, (1, 8), \
     "the grid holds at most this many CTAs an SM (rows x segments; two of 512 threads fit an SM)") \
   X(WIDE, min_segment_width, 4096, (64, kMaxWidth), \

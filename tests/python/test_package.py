@@ -144,7 +144,7 @@ class Planning(unittest.TestCase):
         a = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90")
         self.assertIs(a, sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90"))
         self.assertIsNot(a, sgtopk.filter_plan(8, 32001, device=-1, arch="sm_90"))
-        self.assertEqual(a.info["family"], "filter_row")
+        self.assertEqual(a.info["family"], "filter_split")  # a few rows: several CTAs a row
 
     def test_filter_plans_are_kept_per_dtype(self):
         a = sgtopk.filter_plan(8, 32000, device=-1, arch="sm_90")
