@@ -231,11 +231,11 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   const CliResult r = run("plan --filter --rows 8 --width 32000 --arch sm_90");
   ASSERT_EQ(r.exit_code, 0) << r.show();
   EXPECT_TRUE(contains(r.out, "problem:   filter rows=8 width=32000")) << r.show();
-  // 8 rows of 32000: 7 segments a row (filter.split.min_segment_width 4096).
+  // 8 rows of 32000: 15 segments a row (filter.split.min_segment_width 2048).
   EXPECT_TRUE(contains(r.out, "family:    filter_split")) << r.show();
   EXPECT_TRUE(contains(r.out, "filter.split.min_segments")) << r.show();
   EXPECT_TRUE(contains(r.out, "kThreads = 512")) << r.show();
-  EXPECT_TRUE(contains(r.out, "kSegments = 7")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kSegments = 15")) << r.show();
   const CliResult many = run("plan --filter --rows 4096 --width 32000 --arch sm_90");
   ASSERT_EQ(many.exit_code, 0) << many.show();
   EXPECT_TRUE(contains(many.out, "family:    filter_row")) << many.show();

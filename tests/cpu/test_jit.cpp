@@ -1226,12 +1226,12 @@ TEST(JitFilter, FewRowsTakeTheSplitFamily) {
   EXPECT_EQ(batch.family, "filter_split") << batch.reason;
   EXPECT_EQ(batch.grid, static_cast<unsigned>(64 * (int64_t{sms} * 2 / 64)));
   EXPECT_EQ(batch.workspace_bytes, 64 * sgtopk::filter_split_row_bytes());
-  // Rows that fill the GPU, a vocabulary below two segments, or the knob at 0: filter_row.
+  // Rows that fill the GPU, a vocabulary below three segments, or the knob at 0: filter_row.
   EXPECT_EQ(plan_for(sms * 2, 128256, defaults).family, "filter_row");
   // Two segments a row are fewer than filter.split.min_segments (3); three are not.
   EXPECT_EQ(plan_for(sms * 2 / 2, 128256, defaults).family, "filter_row");
   EXPECT_EQ(plan_for(sms * 2 / 3, 128256, defaults).family, "filter_split");
-  EXPECT_EQ(plan_for(1, 8000, defaults).family, "filter_row");
+  EXPECT_EQ(plan_for(1, 5000, defaults).family, "filter_row");  // two segments of 2048
   Policy off = defaults;
   off.filter_split.min_segments = 0;
   const Plan row = plan_for(1, 128256, off);
