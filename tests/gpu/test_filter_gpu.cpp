@@ -1147,6 +1147,57 @@ TEST(FilterGpuOutputs, CandidatesMatchTheReferenceOnBothRoutes) {
       }
 }
 
+// The candidate and sample outputs from a graph: both families (a few rows
+// split, many on one CTA each), replayed with new k, p, T and seeds written
+// on the device only, every replay checked against the reference and the
+// tokens against a direct launch's.
+TEST(FilterGpuOutputs, GraphReplaysWithChangedValuesAndSeeds) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "outputs_graph");
+  const uint32_t flags = SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE;
+  for (const int64_t rows : {8, 200}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
+    const int64_t vocab = 128256, capacity = 64, out_pitch = 70;
+    sgtopk_plan plan = compile_outputs(rows, vocab, capacity, out_pitch, flags);
+    ASSERT_NE(plan, nullptr);
+    sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+    ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK);
+    EXPECT_STREQ(info.family, rows == 8 ? "filter_split" : "filter_row");
+    FilterSet s(rows, vocab, 0, Mode::kMixed, rng);
+    OutputSet o(rows, capacity, out_pitch, rng);
+    o.attach(s.args);
+    sgtopk_graph graph = nullptr;
+    ASSERT_EQ(sgtopk_filter_graph_create(plan, &s.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+    for (int replay = 0; replay < 2; ++replay) {
+      if (replay == 1) {  // new values and seeds, on the device only
+        const RowValues next = make_values(Mode::kMixed, rows, vocab, rng);
+        s.values.k = next.k;
+        s.values.p = next.p;
+        s.values.t = next.t;
+        s.d_k.upload(s.values.k);
+        s.d_p.upload(s.values.p);
+        s.d_t.upload(s.values.t);
+        for (auto& seed : o.seeds) seed = rng();
+        o.d_seeds.upload(o.seeds);
+      }
+      s.poison();
+      o.poison();
+      ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK) << sgtopk_last_error();
+      synchronize();
+      EXPECT_EQ(check(s, s.out(), rows, false), "") << "replay " << replay;
+      EXPECT_EQ(check_outputs(s, o), "") << "replay " << replay;
+      const std::vector<int32_t> from_graph = o.tokens();
+      o.poison();
+      ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+      synchronize();
+      EXPECT_EQ(o.tokens(), from_graph) << "replay " << replay << ": a direct launch drew other tokens";
+    }
+    EXPECT_EQ(sgtopk_graph_destroy(graph), SGTOPK_OK);
+    sgtopk_plan_destroy(plan);
+  }
+}
+
 // Without the mask the logits are only read; the outputs are the same.
 TEST(FilterGpuOutputs, WithoutTheMaskTheLogitsAreOnlyRead) {
   SGTOPK_REQUIRE_GPU();
