@@ -28,6 +28,10 @@
 // workspace, every header restored afterwards), run one after another in a
 // shuffled order (any order is a legal schedule, and it varies which CTA
 // finishes a row).
+// Without CANDIDATES or SAMPLE the kernel is compiled for the mask alone
+// (kOutputs), as a plan without those outputs is: the code paths only such
+// kernels hold (top-p over a few survivors in one warp, the exact route's
+// barrier-free write) run here.
 // Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
@@ -80,7 +84,11 @@ struct Config {
   static constexpr int kSampleSize = SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
   static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
+#if defined(CANDIDATES) || defined(SAMPLE)
   static constexpr int kOutputs = kFilterOutMask | kFilterOutCandidates | kFilterOutSample;  // the pointers choose
+#else
+  static constexpr int kOutputs = kFilterOutMask;  // the mask alone, as a default plan compiles it
+#endif
 #ifdef SEGMENTS
   static constexpr int kSegments = SEGMENTS;
 #endif

@@ -410,6 +410,89 @@ struct FilterRowAgent {
     b = bp;
   }
 
+  // Top-p over at most kFewSurvivors top-k survivors (the keys of `c` above
+  // b, and t copies of b): warp 0 sorts their keys (a bitonic sort in
+  // registers, two a lane) and scans their masses in that order, where the
+  // digit rounds would take 2048-bin histograms. The same integers as
+  // top_p_boundary() (equal keys carry equal masses, so the key where the
+  // running mass reaches the target, and the copies it needs, are the
+  // same): the same b and t.
+  static constexpr int kFewSurvivors = 64;
+  static SGTOPK_DEVICE void top_p_few(Shared& s, const Candidates& c, float top_p, u32 max_key, u32& b, u32& t) {
+    u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
+    if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
+    __syncthreads();
+    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < c.len ? c.key(i) : 0u;
+      const bool take = i < c.len && key > b;
+      const u32 slot = warp_append(take, &keys[kFewSurvivors]);
+      if (take && slot < static_cast<u32>(kFewSurvivors)) keys[slot] = key;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      const int lane = static_cast<int>(threadIdx.x);
+      const u32 above = keys[kFewSurvivors];
+      u32 v[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // element 2 lane + h: a key above b, a copy of b, or 0 (no mass)
+        const u32 e = static_cast<u32>(2 * lane + h);
+        v[h] = e < above ? keys[e] : e < above + t ? b : 0u;
+      }
+      for (u32 size = 2u; size <= static_cast<u32>(kFewSurvivors); size <<= 1) {
+        const bool descending = ((2u * static_cast<u32>(lane)) & size) == 0u;
+        for (u32 stride = size >> 1; stride > 0u; stride >>= 1) {
+          if (stride == 1u) {  // both elements in this lane
+            const u32 hi = max_of(v[0], v[1]), lo = min_of(v[0], v[1]);
+            v[0] = descending ? hi : lo;
+            v[1] = descending ? lo : hi;
+          } else {
+            const int partner = lane ^ static_cast<int>(stride >> 1);
+            const bool lower = lane < partner;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const u32 other = __shfl_sync(0xffffffffu, v[h], partner);
+              v[h] = lower == descending ? max_of(v[h], other) : min_of(v[h], other);
+            }
+          }
+        }
+      }
+      const float top = float_from_ordered_key(max_key);
+      const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
+      const u64 pair = m0 + m1;
+      u64 running = pair;  // inclusive prefix over the lanes, in key order
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const u64 o = __shfl_up_sync(0xffffffffu, running, static_cast<unsigned>(d));
+        if (lane >= d) running += o;
+      }
+      const u64 total = __shfl_sync(0xffffffffu, running, 31);
+      u32 nb = max_key, nt = 1u;  // no mass, or p <= 0: the first token of the order only
+      if (top_p > 0.0f && total != 0u) {
+        const u64 target = mass_target(top_p, total), before = running - pair;
+        const bool at0 = before < target && before + m0 >= target;
+        const bool at1 = before + m0 < target && running >= target;
+        const int first = __ffs(__ballot_sync(0xffffffffu, at0 || at1)) - 1;
+        const u32 bp = __shfl_sync(0xffffffffu, at0 ? v[0] : v[1], first);
+        u64 mass_above = (v[0] > bp ? m0 : 0u) + (v[1] > bp ? m1 : 0u);
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) mass_above += __shfl_sync(0xffffffffu, mass_above, lane ^ d);
+        const u64 each = mass_of(float_from_ordered_key(bp), top);
+        const u32 need = static_cast<u32>((target - mass_above + each - 1u) / each);
+        nt = bp == b ? min_of(t, need) : need;
+        nb = bp;
+      }
+      if (lane == 0) {
+        s.scratch[33] = nb;
+        s.scratch[34] = nt;
+      }
+    }
+    __syncthreads();
+    b = static_cast<u32>(s.scratch[33]);
+    t = static_cast<u32>(s.scratch[34]);
+    __syncthreads();  // scratch and count are rewritten next
+  }
+
   // The mass top-p must reach: ceil(p * Z) in double, at least one unit.
   static SGTOPK_DEVICE u64 mass_target(float top_p, u64 total) {
     const double want = static_cast<double>(top_p) * static_cast<double>(total);
@@ -774,7 +857,14 @@ struct FilterRowAgent {
       u64 above = 0;
       b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
       t = static_cast<u32>(static_cast<u64>(k) - above);
-      if (top_p_on) top_p_boundary(s, c, top_p, max_key, b, t);
+      if (!top_p_on) return true;
+      if constexpr (!kMoreOutputs) {  // not with the other outputs: at 64 registers a thread both spilled
+        if (k <= kFewSurvivors) {
+          top_p_few(s, c, top_p, max_key, b, t);
+          return true;
+        }
+      }
+      top_p_boundary(s, c, top_p, max_key, b, t);
       return true;
     }
     if (count == static_cast<u32>(row.len)) {  // every key: top-p over them as over the row
