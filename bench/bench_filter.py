@@ -21,7 +21,7 @@ token a row without the mask (the logits only read: floor = one read),
 and probabilities (no mask). Exactness is checked on the mask where there is
 one, on the candidates' sets where asked, and on the token's membership in
 the kept set for `sample`.
-Writes DIR/filter-<date>-<commit>.json and .md; prints the table last.
+Writes DIR/filter-<date>-<commit>[-<tag>].json and .md; prints the table last.
 Exit status: 0 all exact, 1 otherwise, 2 setup failure.
 """
 
@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--dtypes", default="f32", help="logits' types, read natively: f32, bf16, f16 (comma list)")
     ap.add_argument("--temperature", type=float, default=1.0, help="temperature applied before top-p (one value for every row)")
     ap.add_argument("--outputs", default="mask", help="mask, sample, mask+sample or candidates:C")
+    ap.add_argument("--tag", default=None, help="the record's tag (file-name suffix and the JSON's tag), e.g. 16-bit")
     args = ap.parse_args()
     torch = bs.torch
     if torch is None or not torch.cuda.is_available():
@@ -188,11 +189,11 @@ def main():
         torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
-           "read_bandwidth_GBps": bw, "policy_toml": args.policy_toml, "runs": results}
+           "read_bandwidth_GBps": bw, "policy_toml": args.policy_toml, "tag": args.tag, "runs": results}
     os.makedirs(args.out, exist_ok=True)
     suffix = "" if args.outputs == "mask" and args.temperature == 1.0 else \
         "-" + args.outputs.replace(":", "").replace("+", "-") + ("" if args.temperature == 1.0 else f"-t{args.temperature:g}")
-    base = os.path.join(args.out, f"filter{suffix}-{date}-{commit}")
+    base = os.path.join(args.out, f"filter{suffix}-{date}-{commit}" + (f"-{args.tag}" if args.tag else ""))
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
