@@ -774,6 +774,24 @@ struct FilterRowAgent {
     return low;
   }
 
+  // Appends the elements of a 16-byte step whose bit is set in `take` (their
+  // unscaled keys, and row indices from `first`) to the candidate buffer,
+  // counted past its capacity: one shared atomic a warp, none in the steps
+  // where no lane takes one. Called by every lane of the warp.
+  static SGTOPK_DEVICE void append_taken(Shared& s, const u32 (&words)[4], u32 take, u32 first) {
+    if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;  // most steps: no warp appends
+    u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
+#pragma unroll
+    for (int u = 0; u < kPerVector; ++u)
+      if ((take >> u) & 1u) {
+        if (slot < static_cast<u32>(kFilterCandidates)) {
+          s.candidate_key[slot] = ordered_key(Logit::widen(element(words, u)));
+          s.candidate_index[slot] = first + static_cast<u32>(u);
+        }
+        ++slot;
+      }
+  }
+
   // One pass: the row's largest key into s.max_key, and every key at or
   // above tau with its index into the candidates (warp-aggregated appends),
   // counted past the buffer's capacity. Returns the count. The pass keys the
@@ -797,17 +815,7 @@ struct FilterRowAgent {
           if (key >= threshold) take |= 1u << u;
         }
       }
-      if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;  // most steps: no warp appends
-      u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((take >> u) & 1u) {
-          if (slot < static_cast<u32>(kFilterCandidates)) {
-            s.candidate_key[slot] = ordered_key(Logit::widen(element(words, u)));
-            s.candidate_index[slot] = static_cast<u32>(first + u);
-          }
-          ++slot;
-        }
+      append_taken(s, words, take, static_cast<u32>(first));
     };
     stream_row(row.logits, row.len, visit);
     local_max = warp_max(local_max);

@@ -112,17 +112,7 @@ struct FilterSplitAgent {
               segment_out[first + u] = (take >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
         }
       }
-      if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;  // most steps: no warp appends
-      u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((take >> u) & 1u) {
-          if (slot < static_cast<u32>(kFilterCandidates)) {
-            s.candidate_key[slot] = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
-            s.candidate_index[slot] = static_cast<u32>(begin + first + u);
-          }
-          ++slot;
-        }
+      RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
     };
     RowAgent::stream_row(segment, end - begin, visit);
     local_max = warp_max(local_max);
