@@ -218,7 +218,8 @@ struct FilterRowShared {
   u32 max_key;
   u32 candidates;  // slots of candidate_key taken (the gather counts past the capacity)
   u32 candidate_key[kFilterCandidates];
-  u32 candidate_index[kFilterCandidates];  // the sampled route's: the row index of candidate_key's key
+  u32 candidate_index[kFilterCandidates];  // the sampled route's: the row index of candidate_key's key (right after the keys:
+                                           // top-p alone reads both as one window of keys)
 };
 // The filter_split family's per-row record in its workspace: the segments'
 // arrival counter, their candidates' count (past the capacity too) and the

@@ -821,6 +821,61 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
   }
 }
 
+// Top-p alone where the kept set is thousands to tens of thousands of
+// tokens (normal logits of spread 1, 3 and 6: the benchmark's rows), past
+// the sampled route's buffer: the exact route's histogram pass gathers the
+// first digits around the sample's boundary, and the write stores 16-byte
+// vectors where the output lines up with the logits (the plan's buffers)
+// and single elements where it does not (an output 4 bytes off). filter_row
+// at 1024 threads and filter_split's first segment (512), f32 and bf16.
+TEST(FilterGpuEdges, TopPAloneOverWideKeptSets) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "topp_wide");
+  const int64_t rows = 9, vocab = 128256, pitch = vocab + 3;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> logits(static_cast<size_t>(rows * pitch), kNaN);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < vocab; ++i) logits[static_cast<size_t>(r * pitch + i)] = normal(rng.engine()) * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.split.min_segments = 0\n"}) {
+    for (sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16}) {
+      sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
+      ASSERT_NE(plan, nullptr);
+      for (const float p : {0.5f, 0.9f, 0.99f}) {
+        SCOPED_TRACE(std::string(policy ? "filter_row" : "default plan") + (dtype == SGTOPK_F32 ? " f32" : " bf16") +
+                     " p " + std::to_string(p));
+        if (dtype == SGTOPK_F32) {
+          FilterSet s(rows, vocab, pitch, Mode::kNeither, rng);
+          s.logits = logits;
+          s.d_logits.upload(s.logits);
+          s.args.top_p_value = s.values.p_value = p;
+          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+          synchronize();
+          EXPECT_EQ(check(s, s.out(), rows, false), "");
+          DeviceBuffer shifted(s.logits.size() * 4 + 16);  // the output 4 bytes off the logits' alignment
+          shifted.fill_u32(kPoison);
+          s.args.out = shifted.ptr() + 4;
+          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+          synchronize();
+          std::vector<float> out = shifted.download_as<float>(s.logits.size() + 1);
+          out.erase(out.begin());
+          EXPECT_EQ(check(s, out, rows, false), "") << "output 4 bytes off";
+        } else {
+          Filter16Set s(dtype, rows, vocab, pitch, Mode::kNeither, rng);
+          for (size_t i = 0; i < logits.size(); ++i)
+            if (static_cast<int64_t>(i) % pitch < vocab) s.logits[i] = narrow(dtype, logits[i]);
+          s.d_logits.upload(s.logits);
+          s.args.top_p_value = s.values.p_value = p;
+          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+          synchronize();
+          EXPECT_EQ(s.check(s.out(), -kInf), "");
+        }
+      }
+      sgtopk_plan_destroy(plan);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sgtopk::testing
 

@@ -332,10 +332,27 @@ struct FilterRowAgent {
   }
 
   // Writes the row where every copy of b is kept (key >= b), else
-  // mask_value: one pass of 16-byte loads and no barrier. Each element is
-  // read and then written by one thread, so `out` may be the logits.
+  // mask_value: one pass of 16-byte loads and no barrier, 16-byte stores
+  // where the output row lines up with the logits (scalar stores made the
+  // pass twice its read). Each element is read and then written by one
+  // thread, so `out` may be the logits.
   static SGTOPK_DEVICE void write_at_or_above(const Row& row, Elem* out, u32 b, Elem mask_value) {
+    const bool vectors = ((reinterpret_cast<u64>(out) - reinterpret_cast<u64>(row.logits)) & 15u) == 0u;
+    const u32 mask_bits = bits_of(mask_value);
     auto each = [&](const u32(&words)[4], int first, u32 valid) {
+      if (vectors && valid == (1u << kPerVector) - 1u) {  // a whole vector of the body
+        u32 o[4] = {words[0], words[1], words[2], words[3]};
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if (ordered_key(row.scale(element(words, u))) < b) set_element(o, u, mask_bits);
+        uint4 v;
+        v.x = o[0];
+        v.y = o[1];
+        v.z = o[2];
+        v.w = o[3];
+        *reinterpret_cast<uint4*>(out + first) = v;
+        return;
+      }
 #pragma unroll
       for (int u = 0; u < kPerVector; ++u)
         if ((valid >> u) & 1u) {
@@ -520,14 +537,24 @@ struct FilterRowAgent {
   // pass histograms every key's count and mass by its first digit (Z is the
   // mass histogram's sum), which is also the first mass round; the keys of
   // the digit it finds are every key a later round counts (those above are
-  // its `above`), and when they fit the candidate buffer one pass gathers
-  // them and the later rounds run over it. Otherwise rounds 1 and 2 read
-  // the row. The same integers as top_p_boundary(row, ...) at every step,
-  // hence the same b and t.
+  // its `above`). The same pass gathers the keys of the three first digits
+  // around `hint` (the sample's boundary key, 0: none) into the candidate
+  // buffer's keys and indices, read as one window of keys (not in the
+  // kernels with the candidate or sample output): where the digit found is
+  // among them and they fit, the later rounds run over them.
+  // Otherwise, where its keys fit the buffer, one more pass gathers them;
+  // else rounds 1 and 2 read the row. The same integers as
+  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  static constexpr int kWindowKeys = 2 * kFilterCandidates;
+  static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
-                                        u32* copies) {
+                                        u32* copies, u32 hint) {
     const float top = float_from_ordered_key(max_key);
+    const u32 centre = hint >> 21;
+    const u32 low = hint == 0u || kMoreOutputs ? 1u : (centre == 0u ? 0u : centre - 1u);  // an empty window without a hint
+    const u32 high = hint == 0u ? 0u : min_of(centre + 1u, static_cast<u32>(kDigits - 1));
+    u32* window = window_keys(s);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
       s.mass_words[0][i] = s.mass_words[1][i] = 0u;
@@ -544,11 +571,17 @@ struct FilterRowAgent {
       local += m;
       atomicAdd(&s.count[d], 1u);
       add_mass(s, d, m);
+      if constexpr (!kMoreOutputs) {  // with the outputs' code, 64 registers a thread leave none for it
+        const bool take = d >= low && d <= high;
+        const u32 slot = warp_append(take, &s.candidates);
+        if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+      }
     });
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
     const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
-    __syncthreads();  // every thread has read the total
+    const u32 windowed = s.candidates;
+    __syncthreads();  // every thread has read the total and the window's count
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
@@ -560,7 +593,13 @@ struct FilterRowAgent {
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
-    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+    if (first.digit >= low && first.digit <= high && windowed <= static_cast<u32>(kWindowKeys)) {
+      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
+    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      if (threadIdx.x == 0) s.candidates = 0u;
+      __syncthreads();
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
       bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
       *copies = count_copies(c, bp);  // bp's digit is the buffer's: all its copies
@@ -607,6 +646,18 @@ struct FilterRowAgent {
     const u32 word = w == 0 ? words[0] : w == 1 ? words[1] : w == 2 ? words[2] : words[3];
     return from_bits(sizeof(Elem) == 4 ? word : (word >> (16 * (u & 1))) & 0xffffu);  // little-endian halves
   }
+  // Sets element u of a 16-byte vector's words to `bits` (u a constant
+  // once unrolled).
+  static SGTOPK_DEVICE void set_element(u32 (&words)[4], int u, u32 bits) {
+    const int w = u * static_cast<int>(sizeof(Elem)) / 4;
+    if constexpr (sizeof(Elem) == 4) {
+      words[w] = bits;
+    } else {
+      const int shift = 16 * (u & 1);
+      words[w] = (words[w] & ~(0xffffu << shift)) | ((bits & 0xffffu) << shift);
+    }
+  }
+
 
   // Visits every element of the row in steps all threads take together (a
   // visitor may use warp collectives): the head and the tail one element a
@@ -711,8 +762,11 @@ struct FilterRowAgent {
   // reaches p. Either count goes up by kSampleSigmas standard deviations
   // (and one), so that the row holds fewer keys above tau than the route
   // needs only rarely; tau is the sample key of that rank. Speed only: the
-  // gather checks what the decisions need.
-  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau) {
+  // gather checks what the decisions need. For top-p alone, *hint (where
+  // given) is the sample's own boundary key, even where this returns false:
+  // top_p_alone() gathers the keys near it in its histogram pass.
+  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
+                                    u32* hint = nullptr) {
     if (kSampleSize == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
@@ -742,6 +796,7 @@ struct FilterRowAgent {
         u64 mass_above = 0;
         const u32 at = boundary(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
+        if (hint) *hint = at;
       }
     }
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
@@ -1190,8 +1245,9 @@ struct FilterRowAgent {
       return;
     }
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-    u32 tau = 0u;
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau)) {
+    u32 tau = 0u, hint = 0u;
+    // No hint with the candidate or sample output (registers: see top_p_alone).
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &hint)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1247,7 +1303,7 @@ struct FilterRowAgent {
       }
     } else {  // top-p alone
       max_key = largest_key(s, row);  // the first of the order
-      top_p_alone(s, row, top_p, max_key, b, t, &copies);
+      top_p_alone(s, row, top_p, max_key, b, t, &copies, hint);
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
     if (mask) {
