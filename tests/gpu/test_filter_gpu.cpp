@@ -827,7 +827,7 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
 // first digits around the sample's boundary, and the write stores 16-byte
 // vectors where the output lines up with the logits (the plan's buffers)
 // and single elements where it does not (an output 4 bytes off). filter_row
-// at 1024 threads and filter_split's first segment (512), f32 and bf16.
+// at 1024 threads and filter_split's top-p window (512), f32 and bf16.
 TEST(FilterGpuEdges, TopPAloneOverWideKeptSets) {
   SGTOPK_REQUIRE_GPU();
   test_context();

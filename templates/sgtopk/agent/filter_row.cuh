@@ -547,13 +547,22 @@ struct FilterRowAgent {
   // top_p_boundary(row, ...) at every step, hence the same b and t.
   static constexpr int kWindowKeys = 2 * kFilterCandidates;
   static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
+  // The window's first digits: the hint's and its two neighbours; empty
+  // (low > high) without a hint, or in the kernels with the outputs' code.
+  struct WindowDigits {
+    u32 low, high;
+  };
+  static SGTOPK_DEVICE WindowDigits window_digits(u32 hint) {
+    const u32 centre = hint >> 21;
+    if (hint == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
+    return WindowDigits{centre == 0u ? 0u : centre - 1u, min_of(centre + 1u, static_cast<u32>(kDigits - 1))};
+  }
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
                                         u32* copies, u32 hint) {
     const float top = float_from_ordered_key(max_key);
-    const u32 centre = hint >> 21;
-    const u32 low = hint == 0u || kMoreOutputs ? 1u : (centre == 0u ? 0u : centre - 1u);  // an empty window without a hint
-    const u32 high = hint == 0u ? 0u : min_of(centre + 1u, static_cast<u32>(kDigits - 1));
+    const WindowDigits digits = window_digits(hint);
+    const u32 low = digits.low, high = digits.high;
     u32* window = window_keys(s);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;

@@ -18,10 +18,21 @@
 //             boundary (fewer than k, or more than the buffer) it runs
 //             filter_row's exact route over the row alone.
 //
-// Rows the split does not serve (no top-k: top-p alone or no filter; k past
-// the candidate buffer; a sample predicting a miss) are filtered by their
-// first segment's CTA alone, as filter_row does; the row's other CTAs
-// return. The finisher restores the record's header, so a graph replay
+// Top-p alone (in the mask-only kernels): the sample's own top-p boundary
+// names three first digits (filter_row's window_digits); each segment
+// appends the keys in them, with their indices, to the record and, out of
+// place, writes the logit's bits at or above the window and mask_value
+// below; the finisher (which alone can know the row's largest key, hence
+// the masses) runs filter_row's top_p_alone over the row, which the
+// segments have just brought into L2, without the pass for the largest
+// key, then masks the window's keys it drops where the boundary is in the
+// window and the record holds it, else writes the row.
+//
+// Rows the split does not serve (no filter; k past the candidate buffer; a
+// sample predicting a miss; top-p alone in the kernels with the outputs'
+// code) are filtered as filter_row does by one CTA: the last of the row's
+// CTAs to arrive (none writes before every one has read its sample, which
+// an in-place write would change). The finisher restores the record's header, so a graph replay
 // starts from zero. Config adds kSegments to filter_row's constants;
 // FilterParams::workspace holds one record a row (abi.h,
 // filter_split_row_bytes).
@@ -62,13 +73,13 @@ struct FilterSplitAgent {
     return static_cast<int>((w + 63) / 64 * 64);
   }
 
-  // The segment pass over [begin, end): every unscaled key at or above
-  // `threshold` with its row index into the candidate buffer (counted past
+  // The segment pass over [begin, end): every unscaled key in [threshold,
+  // highest] with its row index into the candidate buffer (counted past
   // its capacity), the segment's largest unscaled key into s.max_key; with
-  // `out` (out of place), the segment's mask: the logit's bits where taken,
-  // else mask_value, in 16-byte stores where out shares the logits'
-  // alignment. Returns the count.
-  static SGTOPK_DEVICE u32 collect(Shared& s, const Row& row, int begin, int end, u32 threshold, Elem* out,
+  // `out` (out of place), the segment's mask: the logit's bits at or above
+  // threshold, else mask_value, in 16-byte stores where out shares the
+  // logits' alignment. Returns the count.
+  static SGTOPK_DEVICE u32 collect(Shared& s, const Row& row, int begin, int end, u32 threshold, u32 highest, Elem* out,
                                    Elem mask_value) {
     if (threadIdx.x == 0) {
       s.max_key = 0u;
@@ -81,13 +92,14 @@ struct FilterSplitAgent {
     const u32 mask_bits = RowAgent::bits_of(mask_value);
     u32 local_max = 0u;
     auto visit = [&](const u32(&words)[4], int first, u32 valid) {
-      u32 take = 0u;
+      u32 take = 0u, at_or_above = 0u;
 #pragma unroll
       for (int u = 0; u < kPerVector; ++u) {
         const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
         if ((valid >> u) & 1u) {
           local_max = max_of(local_max, key);
-          if (key >= threshold) take |= 1u << u;
+          if (key >= threshold) at_or_above |= 1u << u;
+          if (key >= threshold && key <= highest) take |= 1u << u;
         }
       }
       if (segment_out != nullptr) {
@@ -95,7 +107,7 @@ struct FilterSplitAgent {
           u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
           for (int u = 0; u < kPerVector; ++u) {
-            const u32 bits = (take >> u) & 1u ? RowAgent::bits_of(RowAgent::element(words, u)) : mask_bits;
+            const u32 bits = (at_or_above >> u) & 1u ? RowAgent::bits_of(RowAgent::element(words, u)) : mask_bits;
             if constexpr (sizeof(Elem) == 4) w[u] = bits;
             else w[u / 2] |= bits << (16 * (u & 1));
           }
@@ -109,7 +121,8 @@ struct FilterSplitAgent {
 #pragma unroll
           for (int u = 0; u < kPerVector; ++u)
             if ((valid >> u) & 1u)
-              segment_out[first + u] = (take >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
+              segment_out[first + u] =
+                  (at_or_above >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
         }
       }
       RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
@@ -198,6 +211,60 @@ struct FilterSplitAgent {
     return true;
   }
 
+  // Top-p alone on segment `segment` of row r, `hint` the sample's boundary
+  // key: the window's keys into the record, the segment's mask out of
+  // place; the finisher decides (finish_window).
+  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row, u32 hint) {
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    // The window in unscaled keys (scaling is monotone): [lowest, highest].
+    const u32 lowest = RowAgent::unscaled_threshold(row, digits.low << 21);
+    const u32 above = digits.high + 1u >= static_cast<u32>(RowAgent::kDigits)
+                          ? 0xffffffffu
+                          : RowAgent::unscaled_threshold(row, (digits.high + 1u) << 21);
+    const u32 highest = above == 0xffffffffu ? 0xffffffffu : above - 1u;
+    const int len = row.len, width = segment_width(len);
+    const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+    Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
+    const Record rec = record(p.workspace, r);
+    const u32 count = collect(s, row, begin, end, lowest, highest, out, RowAgent::Logit::narrow(p.mask_value));
+    if (!publish(s, rec, count)) return;
+    const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
+    __syncthreads();  // every thread has read the totals
+    finish_window(s, p, r, rec, total, max_key, hint);
+  }
+
+  // The finisher of a top-p-alone row: `count` window keys in the record,
+  // max_key the row's largest unscaled key. top_p_alone over the row (its
+  // histogram pass gathers the window again, scaled, for its rounds); then,
+  // out of place where the record holds the window and the boundary's
+  // every copy is kept inside it, mask_value over the window keys below the
+  // boundary (the segments wrote the rest); else the whole row.
+  static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
+                                          u32 max_key, u32 hint) {
+    const RowTask task = RowAgent::row_task(p, r);
+    const Row& row = task.row;
+    u32 b = 0u, t = 0u, copies = 0xffffffffu;
+    RowAgent::top_p_alone(s, row, task.top_p, RowAgent::scaled_key(row, max_key), b, t, &copies, hint);
+    SGTOPK_FILTER_ROUTE(RowAgent::kRouteExact);
+    if (p.out == nullptr) return;
+    Elem* out = RowAgent::output_row(p, r);
+    const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    const bool every_copy = copies != 0xffffffffu && t >= copies;
+    if (p.out != p.logits && every_copy && count <= static_cast<u32>(kFilterCandidates) && (b >> 21) >= digits.low &&
+        (b >> 21) <= digits.high) {
+      for (u32 i = threadIdx.x; i < count; i += kThreads) {
+        const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
+        if (RowAgent::scaled_key(row, key) < b) out[index] = mask_value;
+      }
+    } else if (every_copy) {
+      RowAgent::write_at_or_above(row, out, b, mask_value);
+    } else {
+      RowAgent::write_mask(s, row, out, b, t, mask_value);
+    }
+    __syncthreads();
+  }
+
   static SGTOPK_DEVICE void run(const FilterParams& p) {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
@@ -206,17 +273,32 @@ struct FilterSplitAgent {
     bool try_sampled = true;  // for a row filtered by one CTA: filter_row's sampled route first
     {
       const RowTask task = RowAgent::row_task(p, r);
+      const Record rec = record(p.workspace, r);
       u32 tau = 0u;
+      if constexpr (!RowAgent::kMoreOutputs) {
+        if (!task.top_k_on && task.top_p_on) {  // top-p alone: the window
+          u32 hint = 0u;
+          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &hint);
+          if (hint != 0u) {
+            top_p_window(s, p, r, segment, task.row, hint);
+            return;
+          }
+        }
+      }
       const bool split = task.top_k_on && task.k <= kFilterCandidates &&
                          RowAgent::propose(s, task.row, task.k, true, task.top_p, &tau);
       if (!split) {
-        if (segment != 0) return;  // the first segment's CTA filters the row alone
+        // One CTA filters the row: the last of its CTAs to arrive, so that
+        // in place no write precedes another CTA's read of the sample.
+        if (threadIdx.x == 0) s.max_key = 0u;
+        __syncthreads();
+        if (!publish(s, rec, 0u)) return;
+        __syncthreads();  // every thread has read the arrival's answer
       } else {
         const int len = task.row.len, width = segment_width(len);
         const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
         Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
-        const Record rec = record(p.workspace, r);
-        const u32 count = collect(s, task.row, begin, end, RowAgent::unscaled_threshold(task.row, tau), out,
+        const u32 count = collect(s, task.row, begin, end, RowAgent::unscaled_threshold(task.row, tau), 0xffffffffu, out,
                                   RowAgent::Logit::narrow(p.mask_value));
         if (!publish(s, rec, count)) return;
         const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
