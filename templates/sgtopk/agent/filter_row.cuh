@@ -533,19 +533,17 @@ struct FilterRowAgent {
     return Candidates{s.candidate_key, static_cast<int>(count)};
   }
 
-  // Top-p alone (every key survives), after the pass that found max_key.
-  // With a window (the three first digits around `hint`, the sample's own
-  // boundary key; none in the kernels with the candidate or sample output)
-  // one pass sums the row's mass Z, the mass above the window and inside
-  // it, and gathers the window's keys into the candidate keys and indices,
-  // read as one window of kWindowKeys keys: where the target mass is
-  // reached inside the window and its keys fit, the rounds run over them
-  // (window_rounds). Otherwise one pass histograms every key's count and
-  // mass by its first digit (Z is the mass histogram's sum), which is also
-  // the first mass round; the keys of the digit it finds are every key a
-  // later round counts (those above are its `above`), and when they fit the
-  // candidate buffer one pass gathers them and the later rounds run over
-  // it; else rounds 1 and 2 read the row. The same integers as
+  // Top-p alone (every key survives), after the pass that found max_key: one
+  // pass histograms every key's count and mass by its first digit (Z is the
+  // mass histogram's sum), which is also the first mass round; the keys of
+  // the digit it finds are every key a later round counts (those above are
+  // its `above`). The same pass gathers the keys of the three first digits
+  // around `hint` (the sample's boundary key, 0: none) into the candidate
+  // buffer's keys and indices, read as one window of keys (not in the
+  // kernels with the candidate or sample output): where the digit found is
+  // among them and they fit, the later rounds run over them.
+  // Otherwise, where its keys fit the buffer, one more pass gathers them;
+  // else rounds 1 and 2 read the row. The same integers as
   // top_p_boundary(row, ...) at every step, hence the same b and t.
   static constexpr int kWindowKeys = 2 * kFilterCandidates;
   static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
@@ -559,62 +557,13 @@ struct FilterRowAgent {
     if (hint == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
     return WindowDigits{centre == 0u ? 0u : centre - 1u, min_of(centre + 1u, static_cast<u32>(kDigits - 1))};
   }
-
-  // The window's pass and rounds; false where the boundary is not inside
-  // the window or its keys overflow (b, t untouched): the histograms run.
-  template <typename Source>
-  static SGTOPK_DEVICE bool window_rounds(Shared& s, const Source& row, float top_p, u32 max_key, WindowDigits digits,
-                                          u32& b, u32& t, u32* copies) {
-    const float top = float_from_ordered_key(max_key);
-    u32* window = window_keys(s);
-    if (threadIdx.x == 0) {
-      s.mass[0] = s.mass[1] = s.mass[2] = 0u;  // Z, above the window, inside it
-      s.candidates = 0u;
-    }
-    __syncthreads();
-    u64 z = 0, above = 0, inside = 0;
-    for_each_key(row, [&](float x, u32 key, int) {
-      const u32 d = key >> 21;
-      const u64 m = mass_of(x, top);
-      z += m;
-      if (d > digits.high) above += m;
-      const bool take = d >= digits.low && d <= digits.high;
-      if (take) inside += m;
-      const u32 slot = warp_append(take, &s.candidates);
-      if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
-    });
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.mass[0]), static_cast<unsigned long long>(z));
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.mass[1]), static_cast<unsigned long long>(above));
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.mass[2]), static_cast<unsigned long long>(inside));
-    __syncthreads();
-    const u64 total = s.mass[0];
-    above = s.mass[1];
-    inside = s.mass[2];
-    const u32 windowed = s.candidates;
-    __syncthreads();  // every thread has read the sums (the rounds clear them)
-    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
-      b = max_key;
-      t = 1u;
-      return true;
-    }
-    const u64 target = mass_target(top_p, total);
-    if (windowed > static_cast<u32>(kWindowKeys) || target <= above || target > above + inside) return false;
-    const Candidates c{window, static_cast<int>(windowed)};
-    u64 mass_above = 0;
-    const u32 bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 0, 0u, above, &mass_above);
-    *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
-    const u64 each = mass_of(float_from_ordered_key(bp), top);
-    b = bp;
-    t = static_cast<u32>((target - mass_above + each - 1u) / each);
-    return true;
-  }
-
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
                                         u32* copies, u32 hint) {
-    const WindowDigits digits = window_digits(hint);
-    if (digits.low <= digits.high && window_rounds(s, row, top_p, max_key, digits, b, t, copies)) return;
     const float top = float_from_ordered_key(max_key);
+    const WindowDigits digits = window_digits(hint);
+    const u32 low = digits.low, high = digits.high;
+    u32* window = window_keys(s);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
       s.mass_words[0][i] = s.mass_words[1][i] = 0u;
@@ -631,11 +580,17 @@ struct FilterRowAgent {
       local += m;
       atomicAdd(&s.count[d], 1u);
       add_mass(s, d, m);
+      if constexpr (!kMoreOutputs) {  // with the outputs' code, 64 registers a thread leave none for it
+        const bool take = d >= low && d <= high;
+        const u32 slot = warp_append(take, &s.candidates);
+        if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+      }
     });
     atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
     const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
-    __syncthreads();  // every thread has read the total
+    const u32 windowed = s.candidates;
+    __syncthreads();  // every thread has read the total and the window's count
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
@@ -647,7 +602,13 @@ struct FilterRowAgent {
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
-    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+    if (first.digit >= low && first.digit <= high && windowed <= static_cast<u32>(kWindowKeys)) {
+      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
+    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      if (threadIdx.x == 0) s.candidates = 0u;
+      __syncthreads();
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
       bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
       *copies = count_copies(c, bp);  // bp's digit is the buffer's: all its copies
