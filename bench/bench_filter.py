@@ -2,7 +2,7 @@
 """sgtopk filter benchmark: the filter grid of BENCH.md (batch x vocab, k, p, dtype, mask mode).
 
     python3 bench/bench_filter.py --build build/release --out DIR [--shapes BxV,...] [--k 50] [--p 0.9]
-        [--rounds 7] [--no-torch] [--dtypes f32,bf16,f16]
+        [--modes k50:p0.9,k0:p0.99,...] [--rounds 7] [--no-torch] [--dtypes f32,bf16,f16]
         [--policy-toml TEXT] [--temperature T] [--outputs mask|sample|mask+sample|candidates:C]
 
 Per shape: compile a filter plan (mask output, out of place: every entry of
@@ -21,6 +21,10 @@ token a row without the mask (the logits only read: floor = one read),
 and probabilities (no mask). Exactness is checked on the mask where there is
 one, on the candidates' sets where asked, and on the token's membership in
 the kept set for `sample`.
+--modes runs several (k, p) pairs over each shape's plan and tensors (k and p
+are launch arguments, not compiled in): `kK:pP` each (k 0 is top-p alone, p 1
+top-k alone), e.g. BENCH.md's grid `k50:p1,k1000:p1,k0:p0.9,k0:p0.99,k50:p0.9,
+k50:p0.99,k1000:p0.9,k1000:p0.99`; without it the one pair --k / --p.
 Writes DIR/filter-<date>-<commit>[-<tag>].json and .md; prints the table last.
 Exit status: 0 all exact, 1 otherwise, 2 setup failure.
 """
@@ -86,6 +90,7 @@ def main():
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--p", type=float, default=0.9)
+    ap.add_argument("--modes", default=None, help="(k, p) pairs kK:pP, comma-separated (default: --k and --p)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-torch", action="store_true", help="skip timing the torch chain")
     ap.add_argument("--policy-toml", default=None, help="policy TOML text every plan is compiled with")
@@ -94,6 +99,14 @@ def main():
     ap.add_argument("--outputs", default="mask", help="mask, sample, mask+sample or candidates:C")
     ap.add_argument("--tag", default=None, help="the record's tag (file-name suffix and the JSON's tag), e.g. 16-bit")
     args = ap.parse_args()
+    modes = [(args.k, args.p)]
+    if args.modes:
+        try:
+            modes = [(int(m.split(":")[0][1:]), float(m.split(":")[1][1:])) for m in args.modes.split(",")]
+            assert all(m.split(":")[0][0] == "k" and m.split(":")[1][0] == "p" for m in args.modes.split(","))
+        except (ValueError, IndexError, AssertionError):
+            print(f"bench_filter: --modes {args.modes!r}: expected kK:pP pairs, e.g. k50:p0.9,k0:p0.99", file=sys.stderr)
+            return 2
     torch = bs.torch
     if torch is None or not torch.cuda.is_available():
         print("bench_filter: no CUDA device", file=sys.stderr)
@@ -141,50 +154,52 @@ def main():
                 e["candidate_probs"] = torch.full((rows, capacity), float("nan"), device="cuda")
                 e["candidate_counts"] = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
         torch.cuda.synchronize()
-        args_list = [sg.filter_args(logits=x, out=o if with_mask else 0, top_k_value=args.k, top_p_value=args.p,
-                                    temperature_value=args.temperature, **e) for x, o, e in zip(xs, outs, extra)]
-        plan.filter(args_list[0], stream=stream.cuda_stream)
-        stream.synchronize()
-        t32 = torch.tensor(args.temperature, dtype=torch.float32).item()  # the args hold the temperature as a float
-        scaled = (xs[0].double() / t32).float() if args.temperature != 1.0 else xs[0].float()  # = IEEE float x / T
-        keep, ambiguous = reference_keep(scaled, args.k, args.p)
-        bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
-        if with_mask:
-            got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
-            bad |= (got != keep).any(dim=1)
-        if "sample" in outputs:
-            tok = extra[0]["sampled_tokens"].long()
-            inside = (tok >= 0) & (tok < vocab)
-            bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
-        if outputs == "candidates":
-            cnt = extra[0]["candidate_counts"].long()
-            bad |= cnt != keep.sum(dim=1)
-            idx = extra[0]["candidate_indices"].long()
-            col = torch.arange(capacity, device="cuda").expand(rows, capacity)
-            written = col < cnt.clamp(max=capacity).unsqueeze(1)
-            got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
-            bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
-        bad &= ~ambiguous
-        exact = not bool(bad.any())
-        all_exact &= exact
-        graphs = [plan.graph(a) for a in args_list]
-        ms, _, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in graphs], stream, args.rounds)
-        torch_ms = None
-        if not args.no_torch:
-            touts = outs if with_mask else [torch.empty_like(x) for x in xs]
-            ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, args.k, args.p) for x, o in zip(xs, touts)],
-                                       stream, max(3, args.rounds // 2), max_reps=20)
-            torch_ms = ms_t
-        floor_ms = rows * vocab * (2 if with_mask else 1) * esize / (bw * 1e9) * 1e3
-        r = {"op": "filter", "batch": rows, "vocab": vocab, "k": args.k, "p": args.p, "temperature": args.temperature,
-             "dtype": dt, "mode": args.outputs,
-             "family": plan.info["family"], "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
-             "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
-             "ambiguous_rows": int(ambiguous.sum())}
-        results.append(r)
-        print(f"filter {dt} {rows}x{vocab}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
-              f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
-        del graphs, xs, outs, extra
+        for k, p in modes:
+            args_list = [sg.filter_args(logits=x, out=o if with_mask else 0, top_k_value=k, top_p_value=p,
+                                        temperature_value=args.temperature, **e) for x, o, e in zip(xs, outs, extra)]
+            plan.filter(args_list[0], stream=stream.cuda_stream)
+            stream.synchronize()
+            t32 = torch.tensor(args.temperature, dtype=torch.float32).item()  # the args hold the temperature as a float
+            scaled = (xs[0].double() / t32).float() if args.temperature != 1.0 else xs[0].float()  # = IEEE float x / T
+            keep, ambiguous = reference_keep(scaled, k, p)
+            bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
+            if with_mask:
+                got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
+                bad |= (got != keep).any(dim=1)
+            if "sample" in outputs:
+                tok = extra[0]["sampled_tokens"].long()
+                inside = (tok >= 0) & (tok < vocab)
+                bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
+            if outputs == "candidates":
+                cnt = extra[0]["candidate_counts"].long()
+                bad |= cnt != keep.sum(dim=1)
+                idx = extra[0]["candidate_indices"].long()
+                col = torch.arange(capacity, device="cuda").expand(rows, capacity)
+                written = col < cnt.clamp(max=capacity).unsqueeze(1)
+                got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
+                bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
+            bad &= ~ambiguous
+            exact = not bool(bad.any())
+            all_exact &= exact
+            graphs = [plan.graph(a) for a in args_list]
+            ms, _, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in graphs], stream, args.rounds)
+            torch_ms = None
+            if not args.no_torch:
+                touts = outs if with_mask else [torch.empty_like(x) for x in xs]
+                ms_t, _, _ = bs.time_calls([lambda x=x, o=o: torch_chain(x, o, k, p) for x, o in zip(xs, touts)],
+                                           stream, max(3, args.rounds // 2), max_reps=20)
+                torch_ms = ms_t
+            floor_ms = rows * vocab * (2 if with_mask else 1) * esize / (bw * 1e9) * 1e3
+            r = {"op": "filter", "batch": rows, "vocab": vocab, "k": k, "p": p, "temperature": args.temperature,
+                 "dtype": dt, "mode": args.outputs,
+                 "family": plan.info["family"], "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
+                 "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
+                 "ambiguous_rows": int(ambiguous.sum())}
+            results.append(r)
+            print(f"filter {dt} {rows}x{vocab} k {k} p {p:g}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
+                  f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
+            del graphs
+        del xs, outs, extra
         plan.close()
         torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
@@ -197,12 +212,13 @@ def main():
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
-             f"k = {args.k}, p = {args.p}, temperature {args.temperature}, outputs {args.outputs}"
+             f"k, p as listed, temperature {args.temperature}, outputs {args.outputs}"
              f"{' (mask out of place)' if with_mask else ''}\n",
-             "| dtype | batch | vocab | ms | floor ms | ratio | torch sort ms | exact |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| dtype | batch | vocab | k | p | ms | floor ms | ratio | torch sort ms | exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
-        lines.append(f"| {r['dtype']} | {r['batch']} | {r['vocab']} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
+        lines.append(f"| {r['dtype']} | {r['batch']} | {r['vocab']} | {r['k']} | {r['p']:g} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
                      f"{'yes' if r['exact'] else 'NO (%d rows)' % r['bad_rows']} |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
