@@ -32,10 +32,10 @@
 // sample predicting a miss; top-p alone in the kernels with the outputs'
 // code) are filtered as filter_row does by one CTA: the last of the row's
 // CTAs to arrive (none writes before every one has read its sample, which
-// an in-place write would change). The finisher restores the record's header, so a graph replay
-// starts from zero. Config adds kSegments to filter_row's constants;
-// FilterParams::workspace holds one record a row (abi.h,
-// filter_split_row_bytes).
+// an in-place write would change). The finisher restores the record's
+// header, so a graph replay starts from zero. Config adds kSegments to
+// filter_row's constants; FilterParams::workspace holds one record a row
+// (abi.h, filter_split_row_bytes).
 #pragma once
 #include "sgtopk/agent/filter_row.cuh"
 
