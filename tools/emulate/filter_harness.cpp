@@ -314,9 +314,10 @@ int main(int argc, char** argv) {
   p.live_rows = &live;
 
   static_assert(sizeof(Agent::Shared) <= sizeof(emu_shared));
-  g_block = new std::barrier<>(THREADS);
+  EmuCta cta;
+  cta.block = new std::barrier<>(THREADS);
   blockDim.x = THREADS;
-  g_warps = new EmuWarp[THREADS / 32];
+  cta.warps = new EmuWarp[THREADS / 32];
   std::vector<unsigned char> workspace(kSegments > 1 ? static_cast<size_t>(rows) * filter_split_row_bytes() : 0);
   p.workspace = workspace.data();
   std::vector<unsigned> blocks(kSegments > 1 ? static_cast<size_t>(rows) * kSegments : 1);
@@ -324,9 +325,14 @@ int main(int argc, char** argv) {
   std::shuffle(blocks.begin(), blocks.end(), rng);
   gridDim.x = static_cast<unsigned>(blocks.size());
   for (const unsigned b : blocks) {
-    blockIdx.x = b;
     std::vector<std::thread> ts_;
-    for (int t = 0; t < THREADS; ++t) ts_.emplace_back([&, t] { threadIdx.x = t; Launched::run(p); });
+    for (int t = 0; t < THREADS; ++t)
+      ts_.emplace_back([&, t, b] {
+        emu_cta = &cta;
+        blockIdx.x = b;
+        threadIdx.x = t;
+        Launched::run(p);
+      });
     for (auto& t : ts_) t.join();
   }
   for (int r = 0; r < rows && kSegments > 1; ++r) {

@@ -10,6 +10,7 @@
 #include <string>
 #include "sgtopk/agent/split.cuh"
 #include "sgtopk/agent/short_row.cuh"
+#include "sgtopk/agent/cluster.cuh"
 using namespace sgtopk;
 
 #ifndef K_
@@ -87,6 +88,12 @@ using namespace sgtopk;
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 64
 #endif
+#ifndef CLUSTER
+#define CLUSTER 0  // the cluster family: CLUSTER CTAs a row, run at once
+#endif
+#ifndef SEGMENT_ALIGN
+#define SEGMENT_ALIGN 64
+#endif
 #ifndef SEGMENTS
 #define SEGMENTS 4
 #endif
@@ -160,8 +167,10 @@ struct Config {
   static constexpr long long kWideRowThreshold = 1ll << 40;
   static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
-  static constexpr int kFloorMarkWords = (SAMPLED || SPLIT) ? 0 : MARK_WORDS;
-  static constexpr int kMarkedBinChunks = (SAMPLED || SPLIT) ? 0 : BINS;
+  static constexpr int kFloorMarkWords = (SAMPLED || SPLIT || CLUSTER) ? 0 : MARK_WORDS;
+  static constexpr int kMarkedBinChunks = (SAMPLED || SPLIT || CLUSTER) ? 0 : BINS;
+  static constexpr int kClusterSize = CLUSTER;
+  static constexpr int kSegmentAlign = SEGMENT_ALIGN;
   static constexpr int kSegments = SEGMENTS;
   static constexpr long long kMinSegmentWidth = MIN_SEGMENT;
   static constexpr int kCandidateCapacity = CANDIDATES;
@@ -171,7 +180,7 @@ struct Config {
   static constexpr int kSparseVectors = SPARSE;
   static constexpr bool kGatherMarked = GATHER;
   static constexpr int kGatherBatch = GATHER_BATCH;
-  static constexpr bool kWorkUnits = UNITS;
+  static constexpr bool kWorkUnits = UNITS && !CLUSTER;
   static constexpr bool kRaiseAtClaim = RAISE_AT_CLAIM;
   static constexpr int kRaisesPerChunk = RAISES_PER_CHUNK;
 };
@@ -231,15 +240,21 @@ int main(int argc, char** argv) {
   std::vector<float> values(rows * K_, 0.f);
   typedef typename std::conditional<
       SHORT_ROW, ShortRowAgent<Config>,
-      typename std::conditional<SPLIT, SplitAgent<Config>,
-                                typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type>::type>::type
+      typename std::conditional<
+          SPLIT, SplitAgent<Config>,
+          typename std::conditional<CLUSTER, ClusterAgent<Config>,
+                                    typename std::conditional<SAMPLED, SampledAgent<Config>, DirectExactAgent<Config>>::type>::type>::type>::type
       Agent;
   static_assert(!SHORT_ROW || REG_ITEMS * THREADS >= WIDTH_, "a short row fits its CTA's registers");
   // The split family: one record per row, and one CTA per row and segment,
   // run one after another in a shuffled order (any order is a legal schedule,
   // and it varies which CTA finishes a row).
   const size_t record_bytes = split_row_bytes(CANDIDATES, FGLOBAL);
-  std::vector<unsigned char> workspace(SPLIT ? rows * record_bytes : kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64, 0);
+  // cluster: a frontier slice per CTA of the launch.
+  std::vector<unsigned char> workspace(SPLIT     ? rows * record_bytes
+                                       : CLUSTER ? (size_t)rows * (CLUSTER ? CLUSTER : 1) * FGLOBAL * 8 + 64
+                                                 : kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64,
+                                       0);
   unsigned long long stats[kRouteStatSlots] = {};
   SelectParams p{};
   p.scores = scores.data(); p.lengths = lens.data(); p.starts = starts.data(); p.live_rows = nullptr;
@@ -255,19 +270,40 @@ int main(int argc, char** argv) {
   p.index_offsets = TRANSFORM == 1 ? offsets.data() : nullptr;
   p.page_table = TRANSFORM == 2 ? table.data() : nullptr;
   static_assert(Agent::kSharedBytes <= sizeof(emu_shared));
-  std::memset(emu_shared, 0xcd, sizeof(emu_shared));
-  g_block = new std::barrier<>(THREADS);
   blockDim.x = THREADS;
-  g_warps = new EmuWarp[THREADS / 32];
-  // split: SEGMENTS CTAs a row; short_row: one CTA a row; else one CTA loops over the rows.
-  std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : SHORT_ROW ? rows : 1);
+  // A cluster's CTAs run at once, each with its own shared memory (poisoned),
+  // barrier and warps; every other family runs one CTA at a time.
+  const int ctas = CLUSTER ? CLUSTER : 1;
+  std::vector<std::vector<unsigned char>> cta_shared(ctas, std::vector<unsigned char>(sizeof(emu_shared) + 16, 0xcd));
+  std::vector<EmuCta> cta(ctas);
+  EmuCluster cluster;
+  cluster.bar = new std::barrier<>(ctas * THREADS);
+  cluster.size = static_cast<unsigned>(ctas);
+  for (int c = 0; c < ctas; ++c) {
+    std::uintptr_t at = reinterpret_cast<std::uintptr_t>(cta_shared[c].data());
+    cta[c].shared = reinterpret_cast<unsigned char*>((at + 15) & ~std::uintptr_t{15});
+    cta[c].block = new std::barrier<>(THREADS);
+    cta[c].warps = new EmuWarp[THREADS / 32];
+    cta[c].cluster = CLUSTER ? &cluster : nullptr;
+    cta[c].rank = static_cast<unsigned>(c);
+    cluster.ctas[c] = &cta[c];
+  }
+  // split: SEGMENTS CTAs a row; short_row: one CTA a row; cluster: one
+  // cluster a row (clusters numbered here); else one CTA loops over the rows.
+  std::vector<unsigned> blocks(SPLIT ? rows * SEGMENTS : (SHORT_ROW || CLUSTER) ? rows : 1);
   for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<unsigned>(b);
   std::shuffle(blocks.begin(), blocks.end(), rng);
-  gridDim.x = static_cast<unsigned>(blocks.size());
+  gridDim.x = static_cast<unsigned>(blocks.size() * ctas);
   for (unsigned b : blocks) {
-    blockIdx.x = b;
     std::vector<std::thread> ts;
-    for (int t = 0; t < THREADS; ++t) ts.emplace_back([&, t] { threadIdx.x = t; Agent::run(p); });
+    for (int c = 0; c < ctas; ++c)
+      for (int t = 0; t < THREADS; ++t)
+        ts.emplace_back([&, t, c, b] {
+          emu_cta = &cta[c];
+          blockIdx.x = CLUSTER ? b * ctas + c : b;
+          threadIdx.x = t;
+          Agent::run(p);
+        });
     for (auto& t : ts) t.join();
   }
   // check

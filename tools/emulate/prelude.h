@@ -14,31 +14,46 @@ struct uint4 { unsigned x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 struct EmuDim { unsigned x; };
 inline thread_local EmuDim threadIdx;
-inline EmuDim blockIdx{0};
+inline thread_local EmuDim blockIdx{0};  // set by each thread the harness starts
 inline EmuDim gridDim{1};
 inline EmuDim blockDim{1};  // set by the harness with its barrier
 #define __device__
 #define __forceinline__ inline
 alignas(16) inline unsigned char emu_shared[1 << 20];
 struct EmuWarp { std::barrier<> bar{32}; unsigned long long buf[32]; };
-inline EmuWarp* g_warps = nullptr;
-inline std::barrier<>* g_block = nullptr;
-inline void __syncthreads() { g_block->arrive_and_wait(); }
+struct EmuCluster;
+// One CTA: its shared memory, its barrier, its warps' exchange buffers and,
+// in a cluster, the cluster and its rank there. Each harness thread names
+// its CTA in emu_cta before it runs the agent.
+struct EmuCta {
+  unsigned char* shared = emu_shared;
+  std::barrier<>* block = nullptr;
+  EmuWarp* warps = nullptr;
+  std::atomic<int> count{0}, leaving{0};  // __syncthreads_count
+  EmuCluster* cluster = nullptr;
+  unsigned rank = 0;
+};
+inline thread_local EmuCta* emu_cta = nullptr;
+// Thread-block clusters: a barrier of all their threads, their CTAs by rank.
+struct EmuCluster {
+  std::barrier<>* bar = nullptr;
+  EmuCta* ctas[16] = {};
+  unsigned size = 0;
+};
+inline void __syncthreads() { emu_cta->block->arrive_and_wait(); }
 // A barrier that counts the threads whose predicate is true: two barriers
 // around a shared counter, reset by the first thread out of the second.
-inline std::atomic<int> emu_block_count{0};
-inline std::atomic<int> emu_block_leaving{0};
 inline int __syncthreads_count(int predicate) {
-  if (predicate) emu_block_count.fetch_add(1);
-  g_block->arrive_and_wait();
-  const int count = emu_block_count.load();
+  if (predicate) emu_cta->count.fetch_add(1);
+  emu_cta->block->arrive_and_wait();
+  const int count = emu_cta->count.load();
   const int block = static_cast<int>(blockDim.x);
-  g_block->arrive_and_wait();
-  if (emu_block_leaving.fetch_add(1) + 1 == block) {  // the last to read: reset for the next call
-    emu_block_leaving.store(0);
-    emu_block_count.store(0);
+  emu_cta->block->arrive_and_wait();
+  if (emu_cta->leaving.fetch_add(1) + 1 == block) {  // the last to read: reset for the next call
+    emu_cta->leaving.store(0);
+    emu_cta->count.store(0);
   }
-  g_block->arrive_and_wait();
+  emu_cta->block->arrive_and_wait();
   return count;
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
@@ -63,7 +78,7 @@ inline unsigned atomicMax(unsigned* p, unsigned v) {
 }
 inline unsigned emu_lane() { return threadIdx.x & 31u; }
 inline void emu_exchange(unsigned long long v, unsigned long long out[32]) {
-  EmuWarp& w = g_warps[threadIdx.x / 32];
+  EmuWarp& w = emu_cta->warps[threadIdx.x / 32];
   w.buf[emu_lane()] = v;
   w.bar.arrive_and_wait();
   std::memcpy(out, w.buf, sizeof(w.buf));
@@ -110,8 +125,23 @@ inline unsigned f16x2_bits(float a, float b) { return emu_f16_bits(a) | (static_
 inline void prefetch_l2(const void*) {}
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+inline unsigned cluster_rank() { return emu_cta->rank; }
+inline void cluster_sync() { emu_cta->cluster->bar->arrive_and_wait(); }
+// The same offset in the shared memory of the cluster's CTA `rank`; an
+// address outside this CTA's shared memory is a template error.
+template <typename T>
+inline T* peer_shared(T* p, unsigned rank) {
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(p);
+  if (emu_cta->cluster == nullptr || rank >= emu_cta->cluster->size || b < emu_cta->shared ||
+      b >= emu_cta->shared + sizeof(emu_shared)) {
+    std::fprintf(stderr, "peer_shared: not a cluster's shared address, or rank %u out of the cluster\n", rank);
+    std::abort();
+  }
+  return reinterpret_cast<T*>(emu_cta->cluster->ctas[rank]->shared + (b - emu_cta->shared));
+}
 }  // namespace sgtopk::hw
-// One block at a time: the dynamic shared memory is one host buffer, and a
-// function-local static is shared by the block's threads.
-#define SGTOPK_DYNAMIC_SHARED(name) unsigned char* name = emu_shared
+// The dynamic shared memory is the CTA's host buffer (emu_shared, or a
+// cluster CTA's own); a function-local static is shared by the block's
+// threads, so agents that use one run a CTA at a time.
+#define SGTOPK_DYNAMIC_SHARED(name) unsigned char* name = emu_cta->shared
 #define SGTOPK_BLOCK_SHARED(type, name) static type name

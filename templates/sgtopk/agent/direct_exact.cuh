@@ -37,9 +37,9 @@ struct DirectExactAgent {
                                   Config::kPrefetchL2Chunks>>
       StreamRow;
   // The refinement over either kind of row.
-  template <typename Row>
+  template <typename Row, typename Span = BlockSpan>
   using Refine = Refinement<Config::kThreads, Config::kIndexBits, Config::kEndpointClassification, Config::kSmallGroup, Store,
-                            Row, Output>;
+                            Row, Output, Span>;
 
   // Pass 1's marks for pass 2, streamed rows only (kFloorMarkWords 0: none).
   typedef FloorMarks<Config::kThreads, Config::kLoadsInFlight, Config::kFloorMarkWords, Config::kSparseVectors,
@@ -84,7 +84,9 @@ struct DirectExactAgent {
   // Where the histogram pass raises the floor: as a chunk's last work unit
   // is taken (kRaiseAtClaim), else after one visit of each chunk.
   static constexpr bool kRaiseAtClaim = Config::kRaiseAtClaim && Config::kWorkUnits;
-  template <typename Row, typename Marks>
+  // With a cluster's Span, `row` is this CTA's segment and the boundary is
+  // the cluster's (agent/cluster.cuh).
+  template <typename Span = BlockSpan, typename Row, typename Marks>
   static SGTOPK_DEVICE void exact_boundary(SelectionState& state, const Store& store, Row& row, const Output& out,
                                            const Marks& marks, Clock* clock = nullptr) {
     marks.clear_own();  // before begin_selection's first barrier (floor_marks.cuh)
@@ -193,7 +195,7 @@ struct DirectExactAgent {
       row.for_each_chunk(visit_chunk, visit_scalar);
     __syncthreads();
     if (clock) clock->lap(kCyclesProposal);
-    Refine<Row>{state, store, row, out}
+    Refine<Row, Span>{state, store, row, out}
         .boundary_pass(marks);
     if (clock) clock->lap(kCyclesCertification);
   }

@@ -70,9 +70,11 @@ struct SampledAgent {
     float secondary_low;  // endpoint(tau1) <= primary_low, likewise
   };
 
-  // A row's view: its first `count` samples (view_position).
+  // A row's view: its samples [first, count) (view_position); a cluster's
+  // CTAs each take an equal share of it.
   struct View {
     const float* scores;
+    int first;
     int count;
     u32 seed;
     int stride;
@@ -83,7 +85,7 @@ struct SampledAgent {
     template <typename Visit>
     SGTOPK_DEVICE void for_each(Visit&& visit) const {
       constexpr int kGather = Config::kViewLoadsInFlight;
-      for (int base = 0; base < count; base += Config::kThreads * kGather) {
+      for (int base = first; base < count; base += Config::kThreads * kGather) {
         float sample[kGather];
 #pragma unroll
         for (int u = 0; u < kGather; ++u) {
@@ -112,6 +114,7 @@ struct SampledAgent {
   // candidates instead of a whole coarse bin's (16 K on 1M uniform rows).
   // A boundary that fell back to -inf's bin keeps it. Called after a barrier;
   // ends with one when it sharpens (a row it skips returns at once).
+  template <typename Span>
   static SGTOPK_DEVICE void sharpen(SelectionState& state, const View& view, const RankBin (&found)[2],
                                     const u32 (&ranks)[2], u32 tau0, u32 tau1, u32 trigger) {
     constexpr u32 kHalf = kCoarseBins / 2;
@@ -133,6 +136,7 @@ struct SampledAgent {
       if (sharpen1 && bin == tau1) atomicAdd(&state.histogram[sub1.digit(sample)], 1u);
     });
     __syncthreads();
+    Span::combine(state);
     // Ranks within the boundary bins; tau1's digits lie below all of tau0's.
     const u32 digit_ranks[2] = {ranks[0] - found[0].above, in_tau0 + ranks[1] - found[1].above};
     RankBin digit[2];
@@ -145,8 +149,11 @@ struct SampledAgent {
   }
 
   // Phase 1. Returns false when the view is too small to propose anything.
+  // With a cluster's Span, the CTA of rank `part` histograms its share of the
+  // view and the span's histograms are combined: every CTA proposes the same.
+  template <typename Span = BlockSpan>
   static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
-                                    Proposal* proposal) {
+                                    Proposal* proposal, int part = 0) {
     const bool wide = static_cast<long long>(len) >= Config::kWideRowThreshold;
     const int stride = wide ? Config::kStrideWide : Config::kStrideNarrow;
     const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
@@ -160,12 +167,15 @@ struct SampledAgent {
     __syncthreads();
     // NaN samples (bin 0) are not counted, so a rank reached only through
     // NaN falls back to -inf's bin (NaN is never admitted).
-    const View view_of_row{scores, view, seed, stride};
+    const int first = static_cast<int>(static_cast<long long>(view) * part / Span::kCtas);
+    const int end = static_cast<int>(static_cast<long long>(view) * (part + 1) / Span::kCtas);
+    const View view_of_row{scores, first, end, seed, stride};
     view_of_row.for_each([&](float sample) {
       const u32 bin = coarse_key(sample);
       if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
     });
     __syncthreads();
+    Span::combine(state);
     const u32 ranks[2] = {q0, q1};
     RankBin found[2];  // primary, secondary
     find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
@@ -175,7 +185,7 @@ struct SampledAgent {
     __syncthreads();
     if constexpr (Config::kFineTriggerWide != 0 || Config::kFineTriggerNarrow != 0) {
       const u32 trigger = static_cast<u32>(wide ? Config::kFineTriggerWide : Config::kFineTriggerNarrow);
-      if (trigger != 0u) sharpen(state, view_of_row, found, ranks, tau0, tau1, trigger);
+      if (trigger != 0u) sharpen<Span>(state, view_of_row, found, ranks, tau0, tau1, trigger);
     }
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;

@@ -120,4 +120,57 @@ struct StreamedRow {
   }
 };
 
+// A segment [begin, begin + len) of a longer row, streamed, that names its
+// scores by the row's indices: the CTAs of a cluster each select over one
+// segment and settle ties by row index (agent/cluster.cuh). A chunk keeps
+// its type: its index base moves by `begin` and its row pointer back by as
+// much, so score_again still reads the score it names.
+template <typename Shape>
+struct SegmentRow {
+  StreamedRow<Shape> segment;
+  int begin;
+
+  SGTOPK_DEVICE void load(const float* row, int segment_begin, int segment_len) {
+    segment.load(row + segment_begin, segment_len);
+    begin = segment_begin;
+  }
+
+  template <typename Chunk>
+  SGTOPK_DEVICE Chunk in_row(const Chunk& chunk) const {
+    Chunk shifted = chunk;
+    shifted.row -= begin;
+    shifted.first += begin;
+    return shifted;
+  }
+
+  template <typename Visit>
+  SGTOPK_DEVICE void for_each(Visit&& visit) const {
+    segment.for_each([&](int i, float value) { visit(i + begin, value); });
+  }
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    segment.for_each_chunk([&](const auto& chunk) { visit_chunk(in_row(chunk)); },
+                           [&](int i, float value) { visit_scalar(i + begin, value); });
+  }
+  template <typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_chunk_backward(VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    segment.for_each_chunk_backward([&](const auto& chunk) { visit_chunk(in_row(chunk)); },
+                                    [&](int i, float value) { visit_scalar(i + begin, value); });
+  }
+  template <bool kBackward, typename VisitChunk, typename VisitScalar, typename OnClaim>
+  SGTOPK_DEVICE void for_each_unit(u32* units_taken, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar,
+                                   OnClaim&& on_claim) const {
+    segment.template for_each_unit<kBackward>(
+        units_taken, [&](const auto& chunk) { visit_chunk(in_row(chunk)); },
+        [&](int i, float value) { visit_scalar(i + begin, value); }, on_claim);
+  }
+  // Gathered batches index their vectors one by one: not shifted here.
+  template <typename Want, typename VisitChunk, typename VisitScalar>
+  SGTOPK_DEVICE void for_each_wanted_chunk(const Want& want, VisitChunk&& visit_chunk, VisitScalar&& visit_scalar) const {
+    static_assert(!Want::kGathers, "a segment's pass reads every vector it wants chunk by chunk");
+    segment.for_each_wanted_chunk(want, [&](const auto& chunk) { visit_chunk(in_row(chunk)); },
+                                  [&](int i, float value) { visit_scalar(i + begin, value); });
+  }
+};
+
 }  // namespace sgtopk

@@ -32,11 +32,24 @@
 
 namespace sgtopk {
 
+// The CTAs that select one row together: one (BlockSpan), or a cluster's,
+// each over its own segment (agent/cluster.cuh's ClusterAgent::Span). Each
+// round's histogram is combined over the span before it is resolved (and the
+// highest candidate's key before the digits start below it), and the output
+// slots are counted once for the span, so every CTA takes the same digits.
+// Both combines are called after a barrier and end with one.
+struct BlockSpan {
+  static constexpr int kCtas = 1;
+  static SGTOPK_DEVICE void combine(SelectionState&) {}
+  static SGTOPK_DEVICE void combine_max(u32*) {}
+  static SGTOPK_DEVICE u32* committed(SelectionState& state) { return &state.committed; }
+};
+
 // The row-level refinement loop, shared by every select family. `Output`
 // commits one (index, value); `Row` re-derives candidates when the frontier
 // did not fit (see row/rows.cuh for the two row kinds).
 template <int kThreads, int kIndexBits, bool kEndpointClassification, int kSmallGroup, typename Store, typename Row,
-          typename Output>
+          typename Output, typename Span = BlockSpan>
 struct Refinement {
   typedef DigitSchedule<kIndexBits> Schedule;
   static_assert(kSmallGroup >= 0 && kSmallGroup <= kThreads && static_cast<u32>(kSmallGroup) <= Store::kCapacity,
@@ -79,7 +92,7 @@ struct Refinement {
 
   // Commits or carries one score as its verdict says.
   SGTOPK_DEVICE void settle(const Schedule& s, Verdict verdict, float value, u32 index, int r) {
-    const u32 slot = warp_append(verdict.commit, &state.committed);
+    const u32 slot = warp_append(verdict.commit, Span::committed(state));
     if (verdict.commit) out.commit(slot, index, value);
     carry(s, verdict.carry, value, index, r);
   }
@@ -152,7 +165,7 @@ struct Refinement {
   // The caller has published frontier_count and admit_low. Ends with a barrier.
   SGTOPK_DEVICE void count_admitted_digits() {
     const u32 count = state.frontier_count;
-    if (count <= Store::kCapacity) {  // block-uniform
+    if (count <= Store::kCapacity) {  // block-uniform (and span-uniform: a cluster certifies only when all fit)
       u32 high = 0u;
       for (u32 slot = threadIdx.x; slot < count; slot += kThreads) {
         float value;
@@ -163,6 +176,7 @@ struct Refinement {
       high = warp_max(high);
       if ((threadIdx.x & 31) == 0 && high != 0u) atomicMax(&state.frontier_high_key, high);
       __syncthreads();
+      Span::combine_max(&state.frontier_high_key);
       if (threadIdx.x == 0) set_common_prefix(ordered_key(state.admit_low), state.frontier_high_key);
       __syncthreads();
     }
@@ -217,7 +231,7 @@ struct Refinement {
     if (total == 0u) return;
     const int lane = threadIdx.x & 31;
     u32 base = 0u;
-    if (lane == 0 && (total >> 16) != 0u) base = atomicAdd(&state.committed, total >> 16);
+    if (lane == 0 && (total >> 16) != 0u) base = atomicAdd(Span::committed(state), total >> 16);
     if (lane == 1 && (total & 0xffffu) != 0u) base = atomicAdd(&state.next_count, total & 0xffffu);
     u32 commit_slot = __shfl_sync(0xffffffffu, base, 0) + (before >> 16);
     u32 carry_slot = __shfl_sync(0xffffffffu, base, 1) + (before & 0xffffu);
@@ -247,9 +261,11 @@ struct Refinement {
   // Resolve the histogram of round r: boundary digit, how many to commit.
   // Returns the boundary digit; sets take_group when the whole group fits.
   // `at_boundary(bin)` runs on thread 0 before the barrier that publishes
-  // what it writes.
+  // what it writes. The caller's barrier completed this CTA's histogram; the
+  // span's are combined first.
   template <typename AtBoundary>
   SGTOPK_DEVICE u32 resolve(bool* take_group, AtBoundary&& at_boundary) {
+    Span::combine(state);
     const u32 rank = state.remaining;
     const RankBin found = find_rank_bin<kThreads, kCoarseBins>(state.histogram, rank, state.scratch);
     *take_group = found.above + found.count == rank;
@@ -341,7 +357,8 @@ struct Refinement {
   // Returns false, doing nothing, when the group is larger. Block-uniform
   // arguments; the caller's barrier ends it.
   SGTOPK_DEVICE bool finish_small_group(u32 group, u32 remaining) {
-    if (group > static_cast<u32>(kSmallGroup)) return false;
+    // A span's group is spread over its CTAs: each holds a part.
+    if (Span::kCtas > 1 || group > static_cast<u32>(kSmallGroup)) return false;
     if (threadIdx.x < group) {
       float value;
       u32 index;
@@ -355,7 +372,7 @@ struct Refinement {
         beaten_by += rank_key(other_value, other_index) > key ? 1u : 0u;
       }
       const bool take = beaten_by < remaining;
-      const u32 slot = warp_append(take, &state.committed);
+      const u32 slot = warp_append(take, Span::committed(state));
       if (take) out.commit(slot, index, value);
     }
     return true;

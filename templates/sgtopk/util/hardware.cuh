@@ -30,6 +30,25 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 __device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ unsigned load_l2(const unsigned* p) { return __ldcg(p); }
 
+// Thread-block clusters (sm_90): this CTA's rank in its cluster, a barrier
+// of every thread of the cluster (release/acquire: shared and global writes
+// before it are visible to every CTA of the cluster after it), and the
+// address of the same shared variable in the CTA of rank `rank`.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename T>
+__device__ __forceinline__ T* peer_shared(T* p, unsigned rank) {
+  unsigned long long mapped;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"(p), "r"(rank));
+  return reinterpret_cast<T*>(mapped);
+}
+
 }  // namespace sgtopk::hw
 
 // The block's dynamic shared memory, and one variable shared by the block.
