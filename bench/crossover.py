@@ -35,10 +35,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-FAMILIES = ("short_row", "direct_exact", "sampled", "split")
+FAMILIES = ("short_row", "direct_exact", "sampled", "split", "cluster")
 ROWS = (1, 4, 16, 64, 132, 264, 1024, 4096, 16384)
 WIDTHS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576)
-COLORS = {"short_row": "#4e79a7", "direct_exact": "#f28e2b", "sampled": "#59a14f", "split": "#e15759", None: "#dddddd"}
+COLORS = {"short_row": "#4e79a7", "direct_exact": "#f28e2b", "sampled": "#59a14f", "split": "#e15759", "cluster": "#b07aa1", None: "#dddddd"}
 
 
 def grid(ks, rows=ROWS, widths=WIDTHS):

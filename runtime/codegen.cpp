@@ -44,7 +44,8 @@ GeneratedSource generate_source(const Plan& plan) {
     << params.name << " differently\");\n"
     << "static_assert(" << plan.agent << "<Config>::kSharedBytes == " << plan.dynamic_smem_bytes
     << "u, \"host and device disagree on the shared-memory size\");\n\n"
-    << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") " << plan.entry
+    << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") "
+    << (plan.cluster > 1 ? "__cluster_dims__(" + std::to_string(plan.cluster) + ", 1, 1) " : std::string()) << plan.entry
     << "(const " << params.name << " params) {\n"
     << "  " << plan.agent << "<Config>::run(params);\n"
     << "}\n";

@@ -81,7 +81,9 @@ std::string describe_plan(const CompiledPlan& c) {
     << "because:   " << p.reason << "\n"
     << "target:    " << p.arch << (c.target.device >= 0 ? " on device " + std::to_string(c.target.device) + " (" + c.target.device_name + ")" : " (compile-only)")
     << ", " << c.target.sm_count << " SMs\n"
-    << "launch:    grid " << p.grid << " x block " << p.block << ", dynamic shared " << p.dynamic_smem_bytes << " B\n"
+    << "launch:    grid " << p.grid << " x block " << p.block
+    << (p.cluster > 1 ? " in clusters of " + std::to_string(p.cluster) : std::string()) << ", dynamic shared "
+    << p.dynamic_smem_bytes << " B\n"
     << "workspace: " << p.workspace_bytes << " B\n"
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
     << "on disk:   " << (c.on_disk ? "yes" : "no (the disk cache is off or read-only, or the store failed)") << "\n"

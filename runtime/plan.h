@@ -27,6 +27,7 @@ struct Plan {
   KernelConfig config;
   unsigned grid = 0, block = 0;
   unsigned min_blocks_per_sm = 1;  // __launch_bounds__ occupancy hint: the persistent workers per SM
+  unsigned cluster = 1;            // CTAs a thread-block cluster (the kernel's __cluster_dims__), 1: none
   unsigned dynamic_smem_bytes = 0;
   uint64_t workspace_bytes = 0;
 

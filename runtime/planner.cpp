@@ -42,6 +42,14 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
               " >= " + sms + " x select.dispatch.sampled_min_rows_per_sm " + std::to_string(d.sampled_min_rows_per_sm);
     return "sampled";
   }
+  const SelectClusterPolicy& cluster = policy.cluster;
+  if (p.rows <= cluster.max_rows && p.width >= cluster.min_width && p.width > p.k && cluster_fits(p, cluster, target)) {
+    *reason = rows + " <= select.cluster.max_rows " + std::to_string(cluster.max_rows) + ", " + width +
+              " >= select.cluster.min_width " + std::to_string(cluster.min_width) + ", " + target.arch +
+              " has clusters and rows x select.cluster.cluster_size " + std::to_string(cluster.cluster_size) + " <= " +
+              sms + ": one cluster a row, each of its CTAs over one segment";
+    return "cluster";
+  }
   const bool few_rows = p.rows <= int64_t{target.sm_count} * split.max_rows_per_sm;
   const int segments = split_segments(p, split, target.sm_count);
   if (p.width >= split.min_width && p.width > p.k && few_rows && segments > 1) {

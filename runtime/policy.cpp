@@ -193,6 +193,7 @@ constexpr bool kPow2 = true;
 #define SGTOPK_FIELD_DIRECT(...) SGTOPK_FIELD(direct, __VA_ARGS__)
 #define SGTOPK_FIELD_SAMPLED(...) SGTOPK_FIELD(sampled, __VA_ARGS__)
 #define SGTOPK_FIELD_SPLIT(...) SGTOPK_FIELD(split, __VA_ARGS__)
+#define SGTOPK_FIELD_CLUSTER(...) SGTOPK_FIELD(cluster, __VA_ARGS__)
 #define SGTOPK_FIELD_SHORT_ROW(...) SGTOPK_FIELD(short_row, __VA_ARGS__)
 #define SGTOPK_FIELD_DISPATCH(...) SGTOPK_FIELD(dispatch, __VA_ARGS__)
 #define SGTOPK_FIELD_FILTER(...) SGTOPK_FIELD(filter, __VA_ARGS__)
@@ -213,6 +214,10 @@ const std::vector<Section>& sections() {
        "KV-split family for a few long rows (paper 5.5): each row's segments on several CTAs, every CTA\n"
        "proposing from the same view; the last segment to arrive finishes the row.",
        {SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_FIELD_SPLIT)}},
+      {"select.cluster",
+       "Cluster family for a few long rows on sm_90 (paper 5.5): one thread-block cluster a row, each\n"
+       "CTA over one segment, the exact body's histograms summed through distributed shared memory.",
+       {SGTOPK_POLICY_SELECT_CLUSTER(SGTOPK_FIELD_CLUSTER)}},
       {"select.short_row",
        "Short-row family for rows a CTA holds in registers (paper 5.5, row-local): one CTA a row, the\n"
        "row read once, radix rounds over its keys in shared memory, the selection written in row order.",

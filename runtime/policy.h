@@ -181,6 +181,21 @@
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row")
 
+// [select.cluster] a few long rows on sm_90 clusters: one cluster a row, each
+// CTA over one segment, the histograms summed in distributed shared memory.
+#define SGTOPK_POLICY_SELECT_CLUSTER(X) \
+  X(INT, max_rows, 0, (0, 1024), \
+    "the planner picks the cluster family for at most this many rows (0: never) whose clusters\n" \
+    "fit the GPU at once (rows x cluster_size <= SMs), on sm_90 or newer; forced, it runs any count") \
+  X(WIDE, min_width, 65536, (1, kMaxWidth), \
+    "rows narrower than this never take the cluster family") \
+  X(INT, cluster_size, 8, (2, 8), \
+    "CTAs a row, one cluster (at most 8: the portable size every sm_90 GPU schedules)") \
+  X(INT, block_threads, 1024, (128, 1024, kPow2), \
+    "threads per CTA (one CTA an SM)") \
+  X(INT, loads_in_flight, 4, (1, 8), \
+    "16-byte loads in flight per thread in the passes over a segment")
+
 // [select.short_row] rows a CTA holds in registers: one CTA a row, radix
 // rounds over the row's keys with histograms in shared memory.
 #define SGTOPK_POLICY_SELECT_SHORT_ROW(X) \
@@ -214,11 +229,7 @@
     "narrower rows use the direct family (sampling does not pay)") \
   X(INT, sampled_min_rows_per_sm, 2, (0, 64), \
     "fewer rows than this many per SM use the direct family (one CTA per row cannot fill the GPU;\n" \
-    "at one row per SM the direct family is 5-20% faster on rows of 128K and more)") \
-  X(WIDE, cluster_max_rows, 4, (0, int64_t{1} << 20), \
-    "at most this many rows use the cluster mapping (0: never); reserved: no cluster family yet") \
-  X(INT, cluster_size, 8, (1, 16), \
-    "CTAs per cluster (reserved: no cluster family yet)")
+    "at one row per SM the direct family is 5-20% faster on rows of 128K and more)")
 
 // [filter] top-k / top-p: the filter_row family's CTA and its sampled route;
 // Qrita's keys reserved.
@@ -291,6 +302,10 @@ struct SelectSplitPolicy {
   SGTOPK_POLICY_SELECT_SPLIT(SGTOPK_POLICY_MEMBER)
   bool operator==(const SelectSplitPolicy&) const = default;
 };
+struct SelectClusterPolicy {
+  SGTOPK_POLICY_SELECT_CLUSTER(SGTOPK_POLICY_MEMBER)
+  bool operator==(const SelectClusterPolicy&) const = default;
+};
 struct SelectShortRowPolicy {
   SGTOPK_POLICY_SELECT_SHORT_ROW(SGTOPK_POLICY_MEMBER)
   bool operator==(const SelectShortRowPolicy&) const = default;
@@ -316,6 +331,7 @@ struct Policy {
   SelectDirectPolicy direct;
   SelectSampledPolicy sampled;
   SelectSplitPolicy split;
+  SelectClusterPolicy cluster;
   SelectShortRowPolicy short_row;
   SelectDispatchPolicy dispatch;
   FilterPolicy filter;

@@ -8,6 +8,7 @@ const std::vector<Family>& select_family_table() {
       {"sampled", "sgtopk/agent/sampled.cuh", "sgtopk::SampledAgent", plan_sampled},
       {"split", "sgtopk/agent/split.cuh", "sgtopk::SplitAgent", plan_split},
       {"short_row", "sgtopk/agent/short_row.cuh", "sgtopk::ShortRowAgent", plan_short_row},
+      {"cluster", "sgtopk/agent/cluster.cuh", "sgtopk::ClusterAgent", plan_cluster},
   };
   return table;
 }

@@ -33,6 +33,7 @@ const Family* find_family(sgtopk_operator op, const std::string& name);
 void plan_direct_exact(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_sampled(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
+void plan_cluster(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_short_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_filter_row(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 void plan_filter_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
@@ -51,6 +52,9 @@ struct FilterRowCta {
   bool few_rows;
 };
 FilterRowCta filter_row_cta(const Problem& problem, const FilterPolicy& policy, int sm_count);
+// Whether a cluster plan's clusters all fit the GPU at once on an arch that
+// has clusters (sm_90 or newer).
+bool cluster_fits(const Problem& problem, const SelectClusterPolicy& policy, const Target& target);
 // CTAs per row of a split plan (select.split.split_counts; 1: none fits).
 int split_segments(const Problem& problem, const SelectSplitPolicy& policy, int sm_count);
 

@@ -359,7 +359,7 @@ TEST(ApiOptions, ArchNumberParsing) {
 TEST(ApiOptions, UnknownFamily) {
   expect_rejected([](sgtopk_problem&, sgtopk_compile_options& o) { o.family = "no_such_family"; },
                   SGTOPK_ERROR_INVALID_ARGUMENT,
-                  {"family 'no_such_family' is unknown", "(known: direct_exact, sampled, split, short_row)"});
+                  {"family 'no_such_family' is unknown", "(known: direct_exact, sampled, split, short_row, cluster)"});
 }
 
 TEST(ApiOptions, PolicyUnknownKey) {

@@ -165,6 +165,9 @@ std::vector<Variant> jit_variants() {
       {"split", 2048, kLongWidth, 0, 16, 65536},
       {"split", 1, kLongWidth, V | S | T | R, 4, 0, false, kLongWidth + 13},
       {"split", 8192, kLongWidth, S, 16, 65536, true},
+      {"cluster", 2048, kLongWidth, 0, 16, 65536},
+      {"cluster", 1, kLongWidth, V | S | T | R, 4, 0, false, kLongWidth + 13},
+      {"cluster", 8192, kLongWidth, S, 16, 65536, true},
       {"short_row", 2048, kShortWidth, 0, 16, 65536},
       {"short_row", 1, kShortWidth, V | S | T | R, 16, 65536, false, kShortWidth + 13},
       {"short_row", 8192, 16384, V | S, 16, 65536},
@@ -404,6 +407,32 @@ TEST(JitPlanner, ShortRowShapes) {
   EXPECT_EQ(family_for(2048, 4096, 20000, past), "direct_exact");
 }
 
+// The cluster family: off by default (select.cluster.max_rows = 0); opened,
+// it takes a few long rows whose clusters all fit the GPU at once, on sm_90
+// or newer; elsewhere the split family does, and forcing it there is refused.
+TEST(JitPlanner, ClusterWhereThePolicyOpensIt) {
+  EXPECT_EQ(Policy::defaults().cluster.max_rows, 0);
+  EXPECT_EQ(family_for(2048, 4, 262144), "split");
+  const Policy open = edited_policy([](Policy& p) { p.cluster.max_rows = 16; });
+  EXPECT_EQ(family_for(2048, 4, 262144, open), "cluster");
+  EXPECT_EQ(family_for(2048, 16, 262144, open), "cluster");  // 16 x 8 CTAs fit 132 SMs
+  const Plan plan = plan_for(2048, 262144, 0, "sm_90", open, "", 4);
+  EXPECT_EQ(plan.grid, 32u);
+  EXPECT_EQ(plan.cluster, 8u);
+  EXPECT_TRUE(contains(plan.reason, "select.cluster.max_rows 16")) << plan.reason;
+  EXPECT_TRUE(contains(generate_source(plan).text, "__cluster_dims__(8, 1, 1)"));
+  EXPECT_EQ(family_for(2048, 17, 262144, open), "split");  // 17 x 8 CTAs do not fit 132 SMs
+  EXPECT_EQ(family_for(2048, 4, 32768, open), "direct_exact");  // below select.cluster.min_width
+  EXPECT_EQ(plan_for(2048, 262144, 0, "sm_80", open, "", 4).family, "split");  // no clusters before sm_90
+  try {
+    (void)plan_for(2048, 262144, 0, "sm_80", open, "cluster", 4);
+    FAIL() << "a cluster plan for sm_80 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e.what(), "sm_90 or newer")) << e.what();
+  }
+}
+
 TEST(JitPlanner, ForcingAFamily) {
   // A shape the planner gives to direct_exact, forced to sampled, and back.
   const Plan sampled = plan_for(2048, 8192, 0, "sm_90", Policy::defaults(), "sampled", 16);
@@ -415,13 +444,13 @@ TEST(JitPlanner, ForcingAFamily) {
 }
 
 TEST(JitPlanner, UnknownFamilyListsTheKnownOnes) {
-  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled", "split", "short_row"}));
+  EXPECT_EQ(select_families(), (std::vector<std::string>{"direct_exact", "sampled", "split", "short_row", "cluster"}));
   try {
     (void)plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "sampeld", 4096);
     FAIL() << "an unknown family was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
-    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled, split, short_row)")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "family 'sampeld' is unknown (known: direct_exact, sampled, split, short_row, cluster)")) << e.what();
   }
 }
 
@@ -715,7 +744,7 @@ TEST(JitVariants, CoverThePlannersAxes) {
   EXPECT_TRUE(direct.short_row);
   EXPECT_TRUE(by_family["sampled"].pitch);
   // The short-row variants compile in well under a second; the others take seconds.
-  EXPECT_LE(variants.size() - 3u, 24u) << "each variant is a cold NVRTC compile of several seconds";
+  EXPECT_LE(variants.size() - 3u, 27u) << "each variant is a cold NVRTC compile of several seconds (three a long-row family)";
   const Policy defaults = Policy::defaults();
   EXPECT_LE(kShortWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
   EXPECT_GT(kLongWidth, int64_t{defaults.direct.register_block_threads} * defaults.direct.items_per_thread);
@@ -740,8 +769,9 @@ TEST_P(JitCompile, NvrtcBuildsACubin) {
   EXPECT_EQ(plan.constant("kPrefetchL2Chunks"), v.opt_in ? "2" : "0");
   // The small-group finish: on by default in the sampled family (and the
   // split one, which takes its value), off in the direct one.
-  const bool sampled_body = plan.family == "sampled" || plan.family == "split";
-  EXPECT_EQ(plan.constant("kSmallGroup"), sampled_body != v.opt_in ? "64" : "0");
+  const bool sampled_body = plan.family == "sampled" || plan.family == "split" || plan.family == "cluster";
+  // (The cluster's group is spread over its CTAs: no small-group finish.)
+  EXPECT_EQ(plan.constant("kSmallGroup"), sampled_body != v.opt_in && plan.family != "cluster" ? "64" : "0");
   if (sampled_body) {
     EXPECT_EQ(plan.constant("kFineTriggerWide") == "0", v.opt_in) << plan.constant("kFineTriggerWide");
     EXPECT_EQ(plan.constant("kFineTriggerNarrow") == "0", v.opt_in) << plan.constant("kFineTriggerNarrow");

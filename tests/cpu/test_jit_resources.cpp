@@ -135,6 +135,8 @@ std::vector<SpillCase> spill_cases() {
       {"short_row_K2048_rows16_w16384", 2048, 16, 16384, "short_row", false},
       {"planner_K2048_rows16384_w16384_short_row", 2048, 16384, 16384, "short_row", false},
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
+      // One CTA of 1024 an SM: 64 registers.
+      {"cluster_K2048_rows4_w1048576", 2048, 4, 1048576, "cluster", false},
       // The short-row scores kept in registers, two CTAs of 512 an SM: 64 registers.
       {"short_row_registers_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
        "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n"},

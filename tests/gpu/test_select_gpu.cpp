@@ -157,15 +157,32 @@ std::string check(const Case& c, const Inputs& in, const DeviceSet& d, int64_t p
   return check_select_matrix(m);
 }
 
+// Whether a cluster's CTA would hold more candidates x >= low of its segment
+// than its frontier store: the cluster then takes the exact route
+// (agent/cluster.cuh's certify; segments as its segment_width cuts them).
+bool cluster_store_overflows(const Policy& policy, const float* row, int64_t len, float low) {
+  const int64_t ctas = policy.cluster.cluster_size;
+  const int64_t width = ((len + ctas - 1) / ctas + 63) / 64 * 64;
+  const int64_t capacity = int64_t{policy.direct.frontier_shared_capacity} + policy.direct.frontier_global_capacity;
+  for (int64_t begin = 0; begin < len; begin += width) {
+    int64_t stored = 0;
+    for (int64_t i = begin; i < std::min(len, begin + width); ++i) stored += row[i] >= low ? 1 : 0;
+    if (stored > capacity) return true;
+  }
+  return false;
+}
+
 // The routes the kernel should have counted: the sampled family's decisions
 // come from reference::decide_sampled_route, summed over the rows (the split
-// family's too, under its view policy); the direct family takes the exact
-// route for every row longer than K.
+// and cluster families' too, under the split's view policy; the cluster has
+// no band: its rows that would take it take the exact route); the direct
+// family takes the exact route for every row longer than K.
 std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int64_t pitch, int64_t live_rows,
                                            const std::string& family) {
   const Policy policy = c.policy.empty() ? Policy::defaults() : parse_policy_string(c.policy);
-  const bool sampled = family == "sampled" || family == "split";
-  const SelectSampledPolicy view = family == "split" ? split_view_policy(policy) : policy.sampled;
+  const bool cluster = family == "cluster";
+  const bool sampled = family == "sampled" || family == "split" || cluster;
+  const SelectSampledPolicy view = family == "split" || cluster ? split_view_policy(policy) : policy.sampled;
   std::vector<uint64_t> stats(SGTOPK_ROUTE_STAT_SLOTS, 0);
   for (int64_t r = 0; r < live_rows; ++r) {
     const int64_t len = c.lengths ? in.lengths[static_cast<size_t>(r)] : c.width;
@@ -175,6 +192,14 @@ std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int6
       continue;
     }
     const reference::SampledDecision d = reference::decide_sampled_route(row, len, c.k, static_cast<uint64_t>(r), view);
+    if (cluster && d.route == reference::SampledDecision::kBand) {
+      ++stats[SGTOPK_ROUTE_EXACT];
+      continue;
+    }
+    if (cluster && d.route == reference::SampledDecision::kPrimary && cluster_store_overflows(policy, row, len, d.primary_low)) {
+      ++stats[SGTOPK_ROUTE_EXACT];
+      continue;
+    }
     switch (d.route) {
       case reference::SampledDecision::kShort: ++stats[SGTOPK_ROUTE_SHORT]; break;
       case reference::SampledDecision::kNoView: ++stats[SGTOPK_ROUTE_NO_VIEW]; break;
@@ -732,6 +757,52 @@ std::vector<Case> split_cases() {
 INSTANTIATE_TEST_SUITE_P(Split, SelectGpu, ::testing::ValuesIn(split_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// The cluster family: the whole contract suite forced through it (its rows
+// of a few thousand cut into 8 segments, some empty; route counts checked
+// against the reference's), then few long rows of every structure, clusters
+// of 2 and 4, margins that send rows to the exact route, segment frontiers
+// too small for the candidates (the exact route, its global slices, then its
+// rows re-read), K = 8192 sorted, and many rows (clusters in waves).
+std::vector<Case> cluster_cases() {
+  std::vector<Case> out = contract_cases_through("cluster");
+  const auto few_long = [&](const std::string& name, int64_t rows, int64_t width, const std::string& policy) -> Case& {
+    Case c;
+    c.name = "cluster_" + name;
+    c.family = "cluster";
+    c.k = 2048;
+    c.rows = rows;
+    c.width = width;
+    c.families = all_row_families();
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES | SGTOPK_STARTS;
+    c.policy = policy;
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    out.push_back(c);
+    return out.back();
+  };
+  few_long("1m", 4, 1 << 20, "");
+  few_long("wide", 16, 262144, "");
+  few_long("pairs", 16, 262144, "[select.cluster]\ncluster_size = 2\n");
+  few_long("fours_512_threads", 16, 100000, "[select.cluster]\ncluster_size = 4\nblock_threads = 512\nloads_in_flight = 2\n");
+  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n").expect_routes = {
+      SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
+  // Candidates past a CTA's store: the exact route.
+  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 64\n")
+      .expect_routes = {SGTOPK_ROUTE_EXACT};
+  few_long("rows_reread", 8, 131072, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n")
+      .expect_routes = {SGTOPK_ROUTE_EXACT};
+  few_long("sorted_k8192", 2, 1 << 20, "").k = 8192;
+  out.back().flags |= SGTOPK_SORTED;
+  few_long("many_long_rows", 400, 65536, "").families = kSampleDefeaters;
+  // Small enough for compute-sanitizer's racecheck: two CTAs of 128.
+  few_long("tiny", 3, 20000, "[select.cluster]\ncluster_size = 2\nblock_threads = 128\n").k = 64;
+  out.back().families = {RowFamily::kUniform, RowFamily::kBoundaryTies, RowFamily::kAllEqual};
+  out.back().expect_routes.clear();
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cluster, SelectGpu, ::testing::ValuesIn(cluster_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
 // The short-row family: the contract suite's rows up to 32768 wide (1024
 // threads x 32 scores) forced through it, then its own shapes: half-row
 // selections, CTAs of one warp, the widest rows it holds, heavy ties at the
@@ -791,7 +862,7 @@ INSTANTIATE_TEST_SUITE_P(ShortRow, SelectGpu, ::testing::ValuesIn(short_row_case
 // so none is reachable by the planner without running on the GPU here.
 std::vector<Case> planner_cases() {
   std::vector<Case> out;
-  const auto add = [&](const std::string& family, int64_t rows, int64_t width, uint32_t flags) {
+  const auto add = [&](const std::string& family, int64_t rows, int64_t width, uint32_t flags) -> Case& {
     Case c;
     c.name = "planner_" + family;
     c.k = 2048;
@@ -800,11 +871,16 @@ std::vector<Case> planner_cases() {
     c.flags = flags;
     c.planned_family = family;
     out.push_back(c);
+    return out.back();
   };
   add("short_row", 600, 4096, SGTOPK_VALUES | SGTOPK_STARTS);
   add("direct_exact", 300, 20000, SGTOPK_VALUES);
   add("sampled", 300, 100000, SGTOPK_VALUES | SGTOPK_STARTS | SGTOPK_ROUTE_STATS);
   add("split", 8, 262144, SGTOPK_VALUES | SGTOPK_ROUTE_STATS);
+  // Off by default (select.cluster.max_rows = 0: slower than split on the
+  // H200, docs/decisions/2026-12-02-cluster-family.md): its region under
+  // the policy that opens it.
+  add("cluster", 4, 262144, SGTOPK_VALUES | SGTOPK_ROUTE_STATS).policy = "[select.cluster]\nmax_rows = 16\n";
   return out;
 }
 
@@ -813,8 +889,8 @@ INSTANTIATE_TEST_SUITE_P(Planner, SelectGpu, ::testing::ValuesIn(planner_cases()
 
 // Host only (runs in CI too): the planner cases cover every family of the
 // table, and the planner picks each case's family for a compile-only sm_90
-// target (132 SMs), so a dispatch change that moves a case out of its
-// family's region fails before any GPU time is spent.
+// target (132 SMs) under the case's policy, so a dispatch change that moves
+// a case out of its family's region fails before any GPU time is spent.
 TEST(SelectGpuCases, PlannerCasesCoverEveryFamily) {
   std::vector<std::string> covered;
   for (const Case& c : planner_cases()) {
@@ -823,7 +899,8 @@ TEST(SelectGpuCases, PlannerCasesCoverEveryFamily) {
     p.rows = c.rows;
     p.width = c.width;
     p.flags = c.flags;
-    const Plan plan = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, "sm_90", "sm_90"), "");
+    const Policy policy = c.policy.empty() ? Policy::defaults() : parse_policy_string(c.policy);
+    const Plan plan = make_plan(validate_problem(&p), policy, resolve_target(-1, "sm_90", "sm_90"), "");
     EXPECT_EQ(plan.family, c.planned_family) << c.name << " (" << plan.reason << ")";
     covered.push_back(c.planned_family);
   }
@@ -840,7 +917,7 @@ TEST(SelectGpuCases, PlannerCasesCoverEveryFamily) {
 // on its own inputs.
 TEST(SelectGpuCases, InputsExerciseTheirRoutes) {
   for (const auto& [family, family_cases] :
-       {std::pair<std::string, std::vector<Case>>{"sampled", sampled_cases()}, {"split", split_cases()}}) {
+       {std::pair<std::string, std::vector<Case>>{"sampled", sampled_cases()}, {"split", split_cases()}, {"cluster", cluster_cases()}}) {
     for (const Case& c : family_cases) {
       if (c.expect_routes.empty()) continue;
       SGTOPK_SEEDED_RNG(rng, c.name);
@@ -880,11 +957,11 @@ TEST_P(SelectGpuGraph, ReplaysWithChangedLengthsLiveRowsAndPointers) {
   c.name = "graph";
   c.family = GetParam();
   c.k = 512;
-  const bool split = c.family == "split";  // few rows, each over several CTAs
+  const bool split = c.family == "split" || c.family == "cluster";  // few rows, each over several CTAs
   c.rows = split ? 24 : 600;
   c.width = c.family == "short_row" ? 16000 : 40000;
   c.live_rows = c.rows;
-  if (split) c.policy = kSplitSmallSegments;
+  if (c.family == "split") c.policy = kSplitSmallSegments;
   c.flags = SGTOPK_VALUES;
   sgtopk_plan plan = compile_for_device(c);
   ASSERT_NE(plan, nullptr);
@@ -963,7 +1040,8 @@ TEST_P(SelectGpuGraph, CapturesInCallerStream) {
   sgtopk_plan_destroy(plan);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph, ::testing::Values("direct_exact", "sampled", "split", "short_row"),
+INSTANTIATE_TEST_SUITE_P(Families, SelectGpuGraph,
+                         ::testing::Values("direct_exact", "sampled", "split", "short_row", "cluster"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The fused index transform, per family, unsorted and sorted: the output is
@@ -1036,7 +1114,7 @@ TEST_P(SelectGpuIndexTransform, WritesTransformedIndices) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, SelectGpuIndexTransform,
-    ::testing::Combine(::testing::Values("direct_exact", "sampled", "split", "short_row"),
+    ::testing::Combine(::testing::Values("direct_exact", "sampled", "split", "short_row", "cluster"),
                        ::testing::Values(SGTOPK_INDEX_OFFSETS, SGTOPK_PAGE_TABLE), ::testing::Bool()),
     [](const ::testing::TestParamInfo<std::tuple<std::string, uint32_t, bool>>& info) {
       return std::get<0>(info.param) + (std::get<1>(info.param) == SGTOPK_INDEX_OFFSETS ? "_offsets" : "_page_table") +
@@ -1066,7 +1144,7 @@ TEST(SelectGpuLargePitch, RowsPastTwoToThe31Elements) {
   }
   DeviceBuffer len(lengths.size() * 4), indices(static_cast<size_t>(rows * k) * 4), values(static_cast<size_t>(rows * k) * 4);
   len.upload(lengths);
-  for (const char* family : {"direct_exact", "sampled", "split", "short_row"}) {
+  for (const char* family : {"direct_exact", "sampled", "split", "short_row", "cluster"}) {
     SCOPED_TRACE(family);
     Case c;
     c.k = k;
