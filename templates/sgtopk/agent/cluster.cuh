@@ -148,13 +148,21 @@ struct ClusterAgent {
     typename Sampled::Proposal proposal{0.0f, 0.0f};
     int route = kRouteNoView;
     u32 candidates = 0u;
-    if (Sampled::template propose<Span>(state, task.scores, task.len, r, &proposal, static_cast<int>(rank)))
+    // The CTAs run in step: the first one's clock times the row.
+    PhaseClock<Config::kRouteStats> clock(rank == 0u ? p.route_stats : nullptr);
+    if (Sampled::template propose<Span>(state, task.scores, task.len, r, &proposal, static_cast<int>(rank))) {
+      clock.lap(kCyclesProposal);
       route = certify(state, refine, row, proposal.primary_low, &candidates) ? kRoutePrimary : kRouteExact;
+      clock.lap(kCyclesCertification);
+    }
     if (rank == 0u) {
       count_route<Config::kRouteStats>(p.route_stats, route);
       if (route == kRoutePrimary) count_route<Config::kRouteStats>(p.route_stats, kRouteCandidates, candidates);
     }
-    if (route != kRoutePrimary) Exact::template exact_boundary<Span>(state, w.store, row, task.out, typename Exact::NoMarks{});
+    if (route != kRoutePrimary) {
+      Exact::template exact_boundary<Span>(state, w.store, row, task.out, typename Exact::NoMarks{});
+      clock.lap(kCyclesRecovery);
+    }
     refine.refine();
     // Every CTA's slots are written, and none reads another's shared memory
     // after this: the first CTA finishes the row.
@@ -164,6 +172,7 @@ struct ClusterAgent {
       sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(task.out, task.scores, Config::kK,
                                                                              w.sort_buffer);
     Exact::transform_row(task.out, p, r);
+    clock.lap(kCyclesRefinement);
   }
 };
 
