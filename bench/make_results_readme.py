@@ -105,10 +105,26 @@ def render_filter_table(doc, heading_level=2):
     return "\n".join(out) + "\n"
 
 
+def render_package_vs_capi_table(doc, heading_level=2):
+    """bench/package_vs_capi.py's record: the same calls timed through the package and the C API."""
+    out = ["%s package-vs-capi" % ("#" * heading_level), "",
+           "%s, commit %s, %s; %s" % (doc.get("date", "?"), doc.get("commit", "?"), doc.get("device", "?"),
+                                      doc.get("protocol", "?")), "",
+           "| M | N | K | family | package ms | C API ms | package / C API | exact |",
+           "|---:|---:|---:|---|---:|---:|---:|---|"]
+    for r in doc.get("runs", []):
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("M"), r.get("N"), r.get("K"), r.get("family"), _fmt(r.get("package_ms"), 4), _fmt(r.get("capi_ms"), 4),
+            _fmt(r.get("ratio"), 3), "yes" if r.get("package_exact") and r.get("capi_exact") else "**NO**"))
+    return "\n".join(out) + "\n"
+
+
 def render_table(doc, heading_level=2):
     """One result document as Markdown: a header line, the table, the means."""
     if doc.get("workload") == "filter":
         return render_filter_table(doc, heading_level)
+    if doc.get("workload") == "package-vs-capi":
+        return render_package_vs_capi_table(doc, heading_level)
     h = "#" * heading_level
     title = doc.get("workload", "?") + (" [%s]" % doc["tag"] if doc.get("tag") else "")
     out = []

@@ -42,7 +42,7 @@ void add_compile_options(CLI::App* app, Request* r, bool arch_or_device) {
   app->add_option("--policy", r->policy_file, "policy TOML over the defaults (see `sgtopk policy`)")
       ->type_name("FILE")
       ->group(group);
-  app->add_option("--family", r->family, "force a kernel family: direct_exact, sampled, split or short_row")
+  app->add_option("--family", r->family, "force a kernel family: direct_exact, sampled, split, short_row or cluster")
       ->type_name("NAME")
       ->group(group);
 }

@@ -115,7 +115,7 @@ void add_gpu_compile_options(CLI::App* sub, Request& r) {
       ->transform(integer_in(0, 1023, "device"))
       ->group(group);
   sub->add_option("--policy", r.policy_file, "policy TOML over the defaults")->type_name("FILE")->group(group);
-  sub->add_option("--family", r.family, "force a kernel family: direct_exact, sampled, split or short_row")
+  sub->add_option("--family", r.family, "force a kernel family: direct_exact, sampled, split, short_row or cluster")
       ->type_name("NAME")
       ->group(group);
 }
