@@ -711,6 +711,21 @@ std::vector<Case> sampled_cases() {
 INSTANTIATE_TEST_SUITE_P(Sampled, SelectGpu, ::testing::ValuesIn(sampled_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// A few long rows forced through `family` (named family_name): K = 2048,
+// values and route statistics.
+Case few_long_rows(const std::string& family, const std::string& name, int64_t rows, int64_t width,
+                   const std::string& policy) {
+  Case c;
+  c.name = family + "_" + name;
+  c.family = family;
+  c.k = 2048;
+  c.rows = rows;
+  c.width = width;
+  c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+  c.policy = policy;
+  return c;
+}
+
 // Segments of at least 1024 scores: the suite's rows of a few thousand split
 // over several CTAs.
 const char* const kSplitSmallSegments = "[select.split]\nmin_segment_width = 1024\n";
@@ -728,15 +743,8 @@ std::vector<Case> split_cases() {
   }
   const auto few_long = [&](const std::string& name, int64_t rows, int64_t width, const std::string& policy,
                             std::vector<int> routes) {
-    Case c;
-    c.name = "split_" + name;
-    c.family = "split";
-    c.k = 2048;
-    c.rows = rows;
-    c.width = width;
+    Case c = few_long_rows("split", name, rows, width, policy);
     c.families = kSampleDefeaters;
-    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
-    c.policy = policy;
     c.expect_routes = std::move(routes);
     out.push_back(c);
   };
@@ -766,15 +774,9 @@ INSTANTIATE_TEST_SUITE_P(Split, SelectGpu, ::testing::ValuesIn(split_cases()),
 std::vector<Case> cluster_cases() {
   std::vector<Case> out = contract_cases_through("cluster");
   const auto few_long = [&](const std::string& name, int64_t rows, int64_t width, const std::string& policy) -> Case& {
-    Case c;
-    c.name = "cluster_" + name;
-    c.family = "cluster";
-    c.k = 2048;
-    c.rows = rows;
-    c.width = width;
+    Case c = few_long_rows("cluster", name, rows, width, policy);
     c.families = all_row_families();
-    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES | SGTOPK_STARTS;
-    c.policy = policy;
+    c.flags |= SGTOPK_STARTS;
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
     return out.back();
