@@ -131,6 +131,18 @@ RowValues make_values(Mode mode, int64_t rows, int64_t vocab, std::mt19937_64& r
   return v;
 }
 
+// A filter problem compiled for device 0 with the plan's own workspace (a
+// filter_split plan's row records); null, with a test failure, when refused.
+sgtopk_plan compile_filter_problem(const sgtopk_problem& p, const char* policy_toml) {
+  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
+  o.device = 0;
+  o.policy_toml = policy_toml;
+  o.own_workspace = 1;
+  sgtopk_plan plan = nullptr;
+  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
+  return plan;
+}
+
 sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dtype dtype = SGTOPK_F32,
                            const char* policy_toml = nullptr) {
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
@@ -140,13 +152,7 @@ sgtopk_plan compile_filter(int64_t rows, int64_t vocab, int64_t pitch, sgtopk_dt
   p.width = vocab;
   p.pitch = pitch;
   p.flags = SGTOPK_FILTER_MASK;
-  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
-  o.device = 0;
-  o.policy_toml = policy_toml;
-  o.own_workspace = 1;  // a filter_split plan's row records
-  sgtopk_plan plan = nullptr;
-  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
-  return plan;
+  return compile_filter_problem(p, policy_toml);
 }
 
 // Host inputs and their device copies, the output poisoned.
@@ -175,9 +181,7 @@ struct FilterSet {
     d_live = DeviceBuffer(4);
     const int32_t live = static_cast<int32_t>(rows);
     d_live.upload(&live, 4);
-    if (!values.k.empty()) d_k.upload(values.k);
-    if (!values.p.empty()) d_p.upload(values.p);
-    if (!values.t.empty()) d_t.upload(values.t);
+    upload_values();
     poison();
     args.logits = d_logits.ptr();
     args.out = d_out.ptr();
@@ -187,6 +191,19 @@ struct FilterSet {
     args.top_k_value = values.k_value;
     args.top_p_value = values.p_value;
     args.temperature_value = values.t_value;
+  }
+  // The per-row k, p and temperature as `values` holds them, to the device.
+  void upload_values() {
+    if (!values.k.empty()) d_k.upload(values.k);
+    if (!values.p.empty()) d_p.upload(values.p);
+    if (!values.t.empty()) d_t.upload(values.t);
+  }
+  // New per-row k, p and temperature, on the host and the device (not the args: a graph keeps reading them).
+  void set_values(const RowValues& next) {
+    values.k = next.k;
+    values.p = next.p;
+    values.t = next.t;
+    upload_values();
   }
   void poison() { d_out.fill_u32(kPoison); }
   void set_live(int32_t live) {
@@ -478,13 +495,7 @@ TEST(FilterGpuGraph, ReplaysWithChangedValuesLiveRowsAndPointers) {
   EXPECT_EQ(check(s, s.out(), rows, false), "") << "first replay";
 
   // New per-row values and fewer live rows, written on the device only.
-  const RowValues next = make_values(Mode::kMixed, rows, vocab, rng);
-  s.values.k = next.k;
-  s.values.p = next.p;
-  s.values.t = next.t;
-  s.d_k.upload(s.values.k);
-  s.d_p.upload(s.values.p);
-  s.d_t.upload(s.values.t);
+  s.set_values(make_values(Mode::kMixed, rows, vocab, rng));
   s.poison();
   s.set_live(61);
   ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
@@ -756,6 +767,44 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, FilterGpu16, ::testing::ValuesIn(cases16()),
 
 // ----------------------------------------------- top-p alone, the buffer ----
 
+// Top-p alone at p on every row of `logits` (rows x the row stride: pitch,
+// or vocab when 0; fp32 values, narrowed to a 16-bit dtype where the plan's
+// is one), through `plan`, checked against the reference; with
+// `output_off_alignment` (fp32) also into an output 4 bytes off the logits'
+// 16-byte alignment.
+template <typename Rng>
+void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int64_t vocab, int64_t pitch,
+                        const std::vector<float>& logits, float p, Rng& rng, bool output_off_alignment = false) {
+  const int64_t stride = pitch != 0 ? pitch : vocab;
+  if (dtype != SGTOPK_F32) {
+    Filter16Set s(dtype, rows, vocab, pitch, Mode::kNeither, rng);
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (static_cast<int64_t>(i) % stride < vocab) s.logits[i] = narrow(dtype, logits[i]);
+    s.d_logits.upload(s.logits);
+    s.args.top_p_value = s.values.p_value = p;
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    EXPECT_EQ(s.check(s.out(), -kInf), "");
+    return;
+  }
+  FilterSet s(rows, vocab, pitch, Mode::kNeither, rng);
+  s.logits = logits;
+  s.d_logits.upload(s.logits);
+  s.args.top_p_value = s.values.p_value = p;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  EXPECT_EQ(check(s, s.out(), rows, false), "");
+  if (!output_off_alignment) return;
+  DeviceBuffer shifted(s.logits.size() * 4 + 16);
+  shifted.fill_u32(kPoison);
+  s.args.out = shifted.ptr() + 4;
+  ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  std::vector<float> out = shifted.download_as<float>(s.logits.size() + 1);
+  out.erase(out.begin());
+  EXPECT_EQ(check(s, out, rows, false), "") << "output 4 bytes off";
+}
+
 // Top-p alone at 128256 where the mass sits in a few hundred tokens (as in a
 // language model's logits): the keys at or above the first mass digit fit
 // the candidate buffer, so the kernel gathers them (4 passes) and resolves
@@ -799,23 +848,7 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
     ASSERT_NE(plan, nullptr);
     for (const float p : {0.5f, 0.9f, 0.99f}) {
       SCOPED_TRACE(std::string(dtype == SGTOPK_F32 ? "f32" : "bf16") + " p " + std::to_string(p));
-      if (dtype == SGTOPK_F32) {
-        FilterSet s(rows, vocab, 0, Mode::kNeither, rng);
-        s.logits = logits;
-        s.d_logits.upload(s.logits);
-        s.args.top_p_value = s.values.p_value = p;
-        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
-        synchronize();
-        EXPECT_EQ(check(s, s.out(), rows, false), "");
-      } else {
-        Filter16Set s(dtype, rows, vocab, 0, Mode::kNeither, rng);
-        std::transform(logits.begin(), logits.end(), s.logits.begin(), [&](float x) { return narrow(dtype, x); });
-        s.d_logits.upload(s.logits);
-        s.args.top_p_value = s.values.p_value = p;
-        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
-        synchronize();
-        EXPECT_EQ(s.check(s.out(), -kInf), "");
-      }
+      expect_top_p_alone(plan, dtype, rows, vocab, 0, logits, p, rng);
     }
     sgtopk_plan_destroy(plan);
   }
@@ -844,32 +877,7 @@ TEST(FilterGpuEdges, TopPAloneOverWideKeptSets) {
       for (const float p : {0.5f, 0.9f, 0.99f}) {
         SCOPED_TRACE(std::string(policy ? "filter_row" : "default plan") + (dtype == SGTOPK_F32 ? " f32" : " bf16") +
                      " p " + std::to_string(p));
-        if (dtype == SGTOPK_F32) {
-          FilterSet s(rows, vocab, pitch, Mode::kNeither, rng);
-          s.logits = logits;
-          s.d_logits.upload(s.logits);
-          s.args.top_p_value = s.values.p_value = p;
-          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
-          synchronize();
-          EXPECT_EQ(check(s, s.out(), rows, false), "");
-          DeviceBuffer shifted(s.logits.size() * 4 + 16);  // the output 4 bytes off the logits' alignment
-          shifted.fill_u32(kPoison);
-          s.args.out = shifted.ptr() + 4;
-          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
-          synchronize();
-          std::vector<float> out = shifted.download_as<float>(s.logits.size() + 1);
-          out.erase(out.begin());
-          EXPECT_EQ(check(s, out, rows, false), "") << "output 4 bytes off";
-        } else {
-          Filter16Set s(dtype, rows, vocab, pitch, Mode::kNeither, rng);
-          for (size_t i = 0; i < logits.size(); ++i)
-            if (static_cast<int64_t>(i) % pitch < vocab) s.logits[i] = narrow(dtype, logits[i]);
-          s.d_logits.upload(s.logits);
-          s.args.top_p_value = s.values.p_value = p;
-          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
-          synchronize();
-          EXPECT_EQ(s.check(s.out(), -kInf), "");
-        }
+        expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng, true);
       }
       sgtopk_plan_destroy(plan);
     }
@@ -937,9 +945,7 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
       s.values.p[static_cast<size_t>(r)] = ps[(r / 6 + r) % 5];
       s.values.t[static_cast<size_t>(r)] = r % 7 == 3 ? 0.7f : 1.0f;
     }
-    s.d_k.upload(s.values.k);
-    s.d_p.upload(s.values.p);
-    s.d_t.upload(s.values.t);
+    s.upload_values();
     ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
     synchronize();
     const std::vector<float> out = s.out();
@@ -1068,13 +1074,7 @@ sgtopk_plan compile_outputs(int64_t rows, int64_t vocab, int capacity, int64_t o
   p.k = capacity;
   p.out_pitch = out_pitch;
   p.flags = flags;
-  sgtopk_compile_options o = SGTOPK_COMPILE_OPTIONS_INIT;
-  o.device = 0;
-  o.policy_toml = policy_toml;
-  o.own_workspace = 1;  // a filter_split plan's row records
-  sgtopk_plan plan = nullptr;
-  EXPECT_EQ(sgtopk_compile(&p, &o, &plan), SGTOPK_OK) << sgtopk_last_error();
-  return plan;
+  return compile_filter_problem(p, policy_toml);
 }
 
 // The candidate and sample outputs' buffers, poisoned, and their checks.
@@ -1226,13 +1226,7 @@ TEST(FilterGpuOutputs, GraphReplaysWithChangedValuesAndSeeds) {
     ASSERT_EQ(sgtopk_filter_graph_create(plan, &s.args, &graph), SGTOPK_OK) << sgtopk_last_error();
     for (int replay = 0; replay < 2; ++replay) {
       if (replay == 1) {  // new values and seeds, on the device only
-        const RowValues next = make_values(Mode::kMixed, rows, vocab, rng);
-        s.values.k = next.k;
-        s.values.p = next.p;
-        s.values.t = next.t;
-        s.d_k.upload(s.values.k);
-        s.d_p.upload(s.values.p);
-        s.d_t.upload(s.values.t);
+        s.set_values(make_values(Mode::kMixed, rows, vocab, rng));
         for (auto& seed : o.seeds) seed = rng();
         o.d_seeds.upload(o.seeds);
       }
@@ -1311,9 +1305,7 @@ TEST(FilterGpuOutputs, SampledTokensAreReproducibleAndBatchInvariant) {
     mo.seeds[static_cast<size_t>(r)] = o.seeds[static_cast<size_t>(from)];
   }
   moved.d_logits.upload(moved.logits);
-  moved.d_k.upload(moved.values.k);
-  moved.d_p.upload(moved.values.p);
-  moved.d_t.upload(moved.values.t);
+  moved.upload_values();
   mo.d_seeds.upload(mo.seeds);
   moved.set_live(static_cast<int32_t>(live));
   moved.args.out = 0;

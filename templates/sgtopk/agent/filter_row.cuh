@@ -345,12 +345,7 @@ struct FilterRowAgent {
 #pragma unroll
         for (int u = 0; u < kPerVector; ++u)
           if (ordered_key(row.scale(element(words, u))) < b) set_element(o, u, mask_bits);
-        uint4 v;
-        v.x = o[0];
-        v.y = o[1];
-        v.z = o[2];
-        v.w = o[3];
-        *reinterpret_cast<uint4*>(out + first) = v;
+        store_vector(out + first, o);
         return;
       }
 #pragma unroll
@@ -666,7 +661,15 @@ struct FilterRowAgent {
       words[w] = (words[w] & ~(0xffffu << shift)) | ((bits & 0xffffu) << shift);
     }
   }
-
+  // The four words as one 16-byte store at `at` (16-byte aligned).
+  static SGTOPK_DEVICE void store_vector(Elem* at, const u32 (&words)[4]) {
+    uint4 v;
+    v.x = words[0];
+    v.y = words[1];
+    v.z = words[2];
+    v.w = words[3];
+    *reinterpret_cast<uint4*>(at) = v;
+  }
 
   // Visits every element of the row in steps all threads take together (a
   // visitor may use warp collectives): the head and the tail one element a

@@ -104,6 +104,9 @@ struct FilterSplitAgent {
       }
       if (segment_out != nullptr) {
         if (vector_out && valid == (1u << kPerVector) - 1u) {
+          // Built from zero words, not as a copy of `words` with the masked
+          // elements set (filter_row's write): that copy spills 4 bytes in
+          // the f16 kernel at 64 registers.
           u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
           for (int u = 0; u < kPerVector; ++u) {
@@ -111,12 +114,7 @@ struct FilterSplitAgent {
             if constexpr (sizeof(Elem) == 4) w[u] = bits;
             else w[u / 2] |= bits << (16 * (u & 1));
           }
-          uint4 v;
-          v.x = w[0];
-          v.y = w[1];
-          v.z = w[2];
-          v.w = w[3];
-          *reinterpret_cast<uint4*>(segment_out + first) = v;
+          RowAgent::store_vector(segment_out + first, w);
         } else {
 #pragma unroll
           for (int u = 0; u < kPerVector; ++u)
