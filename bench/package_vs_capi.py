@@ -122,6 +122,7 @@ def main():
                "capi_ms": statistics.median(capi), "package_runs_ms": pkg, "capi_runs_ms": capi,
                "package_exact": pkg_exact, "capi_exact": capi_exact, "verify": message}
         run["ratio"] = run["package_ms"] / run["capi_ms"]
+        run["exact"] = pkg_exact and capi_exact
         record["runs"].append(run)
         print("%5d x %8d K=%d %-12s package %.4f ms  C API %.4f ms  ratio %.3f  %s" % (
             m, n, k, family, run["package_ms"], run["capi_ms"], run["ratio"],
