@@ -43,7 +43,17 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
     return "sampled";
   }
   const SelectClusterPolicy& cluster = policy.cluster;
-  if (p.rows <= cluster.max_rows && p.width >= cluster.min_width && p.width > p.k && cluster_fits(p, cluster, target)) {
+  // Why the cluster family does not take this shape ("" when it does).
+  const std::string no_cluster =
+      p.rows > cluster.max_rows
+          ? rows + " > select.cluster.max_rows " + std::to_string(cluster.max_rows)
+      : p.width < cluster.min_width || p.width <= p.k
+          ? width + " < select.cluster.min_width " + std::to_string(cluster.min_width) + " (or <= K)"
+      : !cluster_fits(p, cluster, target)
+          ? target.arch + " has no clusters, or rows x select.cluster.cluster_size " +
+                std::to_string(cluster.cluster_size) + " > " + sms
+          : "";
+  if (no_cluster.empty()) {
     *reason = rows + " <= select.cluster.max_rows " + std::to_string(cluster.max_rows) + ", " + width +
               " >= select.cluster.min_width " + std::to_string(cluster.min_width) + ", " + target.arch +
               " has clusters and rows x select.cluster.cluster_size " + std::to_string(cluster.cluster_size) + " <= " +
@@ -57,7 +67,7 @@ std::string choose_family(const Problem& p, const Policy& policy, const Target& 
               " x select.split.max_rows_per_sm " + std::to_string(split.max_rows_per_sm) + ": " +
               std::to_string(segments) + " CTAs a row (the largest of select.split.split_counts within " +
               std::to_string(split.ctas_per_sm) + " CTA(s) per SM and segments of select.split.min_segment_width " +
-              std::to_string(split.min_segment_width) + ")";
+              std::to_string(split.min_segment_width) + "); not cluster: " + no_cluster;
     return "split";
   }
   *reason = "neither sampled (" + width + " vs select.dispatch.sampled_min_width " + std::to_string(d.sampled_min_width) +

@@ -413,6 +413,8 @@ TEST(JitPlanner, ShortRowShapes) {
 TEST(JitPlanner, ClusterWhereThePolicyOpensIt) {
   EXPECT_EQ(Policy::defaults().cluster.max_rows, 0);
   EXPECT_EQ(family_for(2048, 4, 262144), "split");
+  EXPECT_TRUE(contains(plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "", 4).reason,
+                       "not cluster: rows 4 > select.cluster.max_rows 0"));
   const Policy open = edited_policy([](Policy& p) { p.cluster.max_rows = 16; });
   EXPECT_EQ(family_for(2048, 4, 262144, open), "cluster");
   EXPECT_EQ(family_for(2048, 16, 262144, open), "cluster");  // 16 x 8 CTAs fit 132 SMs
@@ -421,7 +423,13 @@ TEST(JitPlanner, ClusterWhereThePolicyOpensIt) {
   EXPECT_EQ(plan.cluster, 8u);
   EXPECT_TRUE(contains(plan.reason, "select.cluster.max_rows 16")) << plan.reason;
   EXPECT_TRUE(contains(generate_source(plan).text, "__cluster_dims__(8, 1, 1)"));
-  EXPECT_EQ(family_for(2048, 17, 262144, open), "split");  // 17 x 8 CTAs do not fit 132 SMs
+  EXPECT_EQ(family_for(2048, 17, 262144, open), "split");  // past max_rows
+  const Policy wider = edited_policy([](Policy& p) { p.cluster.max_rows = 64; });
+  EXPECT_EQ(family_for(2048, 16, 262144, wider), "cluster");
+  EXPECT_EQ(family_for(2048, 17, 262144, wider), "split");  // 17 x 8 CTAs do not fit 132 SMs
+  EXPECT_TRUE(contains(plan_for(2048, 262144, 0, "sm_90", wider, "", 17).reason,
+                       "not cluster: sm_90 has no clusters, or rows x select.cluster.cluster_size 8 > 132 SMs"))
+      << plan_for(2048, 262144, 0, "sm_90", wider, "", 17).reason;
   EXPECT_EQ(family_for(2048, 4, 32768, open), "direct_exact");  // below select.cluster.min_width
   EXPECT_EQ(plan_for(2048, 262144, 0, "sm_80", open, "", 4).family, "split");  // no clusters before sm_90
   try {
