@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   const size_t record_bytes = split_row_bytes(CANDIDATES, FGLOBAL);
   // cluster: a frontier slice per CTA of the launch.
   std::vector<unsigned char> workspace(SPLIT     ? rows * record_bytes
-                                       : CLUSTER ? (size_t)rows * (CLUSTER ? CLUSTER : 1) * FGLOBAL * 8 + 64
+                                       : CLUSTER ? (size_t)rows * CLUSTER * FGLOBAL * 8 + 64
                                                  : kRowClaimsBytes + (size_t)FGLOBAL * 8 + 64,
                                        0);
   unsigned long long stats[kRouteStatSlots] = {};
