@@ -128,6 +128,9 @@
     "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter") \
   X(INT, view_loads_in_flight, 8, (1, 16), \
     "view samples each thread gathers before counting the first (the proposal's loads in flight)") \
+  X(BOOL, aggregate_view_histogram, false, (), \
+    "the proposal's histogram of the view aggregated per warp (one shared atomic per distinct\n" \
+    "coarse bin): a wide view's samples crowd a few bins of the distribution's bulk") \
   X(INT, loads_in_flight, 4, (1, 8), \
     "16-byte loads each thread issues before using the first in the certification pass, the\n" \
     "band pass and the exact recovery route (the direct family has its own)") \
@@ -179,7 +182,11 @@
     "fine proposal as [select.sampled])") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
-    "one pass of its own over the row")
+    "one pass of its own over the row") \
+  X(INT, finisher_items, 8, (0, 16), \
+    "0: off; else a finisher whose row has at most block_threads x finisher_items candidates\n" \
+    "loads them all into registers at once and selects among them there (block_select.cuh),\n" \
+    "instead of storing a frontier and refining it")
 
 // [select.cluster] a few long rows on sm_90 clusters: one cluster a row, each
 // CTA over one segment, the histograms summed in distributed shared memory.

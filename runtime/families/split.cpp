@@ -38,7 +38,8 @@ void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target
   set_view_config(plan.config, p, split_view_policy(policy));
   plan.config.integer("kSegments", segments)
       .wide("kMinSegmentWidth", sp.min_segment_width)
-      .integer("kCandidateCapacity", sp.candidate_capacity);
+      .integer("kCandidateCapacity", sp.candidate_capacity)
+      .integer("kFinisherItems", sp.finisher_items);
   // One record per row: its counters, its candidates, its finisher's slice.
   plan.workspace_bytes = static_cast<uint64_t>(p.rows) *
                          sgtopk::split_row_bytes(sp.candidate_capacity, policy.direct.frontier_global_capacity);

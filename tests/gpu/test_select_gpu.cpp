@@ -734,7 +734,8 @@ const char* const kSplitSmallSegments = "[select.split]\nmin_segment_width = 102
 // segments small enough that its rows are split, route counts checked
 // against the reference's under the split view policy; then few long rows
 // of sample-defeating structure, and policies that force the band, the
-// exact route, and records and segments too small for their candidates.
+// exact route, records and segments too small for their candidates, and
+// each form of the finisher.
 std::vector<Case> split_cases() {
   std::vector<Case> out;
   for (Case c : contract_cases_through("split")) {
@@ -758,6 +759,14 @@ std::vector<Case> split_cases() {
   few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
   few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
   out.back().k = 8192;
+  out.back().flags |= SGTOPK_SORTED;
+  // The finisher's stored-frontier refinement (its register form off), and a
+  // register form too small for most rows' candidates (both forms in one
+  // launch); every row family.
+  few_long("frontier_finisher", 16, 262144, "[select.split]\nfinisher_items = 0\n", {SGTOPK_ROUTE_PRIMARY});
+  out.back().families = all_row_families();
+  few_long("finisher_items_2", 16, 262144, "[select.split]\nfinisher_items = 2\n", {SGTOPK_ROUTE_PRIMARY});
+  out.back().families = all_row_families();
   out.back().flags |= SGTOPK_SORTED;
   return out;
 }

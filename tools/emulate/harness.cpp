@@ -46,6 +46,9 @@ using namespace sgtopk;
 #ifndef AGG
 #define AGG false
 #endif
+#ifndef AGG_VIEW
+#define AGG_VIEW false  // the proposal's view histogram aggregated per warp
+#endif
 #ifndef ENDPOINT
 #define ENDPOINT false
 #endif
@@ -103,6 +106,9 @@ using namespace sgtopk;
 #ifndef CANDIDATES
 #define CANDIDATES 4096
 #endif
+#ifndef FINISHER_ITEMS
+#define FINISHER_ITEMS 8  // split: the finisher's candidates in registers (0: a stored frontier, refined)
+#endif
 // Floor marks as the planner sizes them (templates/sgtopk/abi.h): streamed
 // rows with vector loads only.
 static constexpr int floor_mark_words() {
@@ -133,7 +139,7 @@ static constexpr int floor_mark_words() {
 #define BINS 2
 #endif
 constexpr long long kPitchV = WIDTH_ + 7;
-static int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
+static constexpr int ceil_log2(long long n) { int b = 0; while ((1ll << b) < n) ++b; return b; }
 static constexpr int sort_slots() { int s = 1; while (s < K_) s <<= 1; return s; }
 struct Config {
   static constexpr int kK = K_;
@@ -154,13 +160,14 @@ struct Config {
   static constexpr bool kEndpointClassification = ENDPOINT;
   static constexpr bool kHistogramBackward = BACKWARD;
   static constexpr bool kVectorLoads = VECTOR;
-  static constexpr int kIndexBits = 15;  // ceil_log2(WIDTH) for 30000 (checked below)
+  static constexpr int kIndexBits = ceil_log2(WIDTH_) > 15 ? ceil_log2(WIDTH_) : 15;  // 15 for the default 30000
   static constexpr int kFrontierSharedCapacity = FSHARED;
   static constexpr int kFrontierGlobalCapacity = FGLOBAL;
   static constexpr int kSortSlots = SORTED ? sort_slots() : 1;
   static constexpr int kSmallGroup = SMALL_GROUP < THREADS ? (SMALL_GROUP < FSHARED + FGLOBAL ? SMALL_GROUP : FSHARED + FGLOBAL)
                                                            : (THREADS < FSHARED + FGLOBAL ? THREADS : FSHARED + FGLOBAL);
   static constexpr int kViewLoadsInFlight = 3;
+  static constexpr bool kAggregateViewHistogram = AGG_VIEW;
   static constexpr int kViewBlock = VIEW_BLOCK;
   static constexpr int kStrideWide = STRIDE;
   static constexpr int kStrideNarrow = STRIDE;
@@ -174,6 +181,7 @@ struct Config {
   static constexpr int kSegments = SEGMENTS;
   static constexpr long long kMinSegmentWidth = MIN_SEGMENT;
   static constexpr int kCandidateCapacity = CANDIDATES;
+  static constexpr int kFinisherItems = FINISHER_ITEMS;
   static constexpr int kIndexTransform = TRANSFORM;
   static constexpr int kPageSize = TRANSFORM == 2 ? PAGE_SIZE : 0;
   static constexpr long long kPageTablePitch = TRANSFORM == 2 ? (WIDTH_ + PAGE_SIZE - 1) / PAGE_SIZE : 0;

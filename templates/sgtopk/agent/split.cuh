@@ -22,6 +22,7 @@
 // (a shorter row uses fewer of them), kCandidateCapacity (stored per row).
 #pragma once
 #include "sgtopk/agent/sampled.cuh"
+#include "sgtopk/block/block_select.cuh"
 
 namespace sgtopk {
 
@@ -170,6 +171,11 @@ struct SplitAgent {
                       : (secondary_low < proposal.primary_low && admitted >= k) ? kRouteBand
                                                                                 : kRouteExact;
     count_route<Config::kRouteStats>(stats, route);
+    if ((route == kRoutePrimary || route == kRouteBand) && !overflow && kFinisherItems > 0 &&
+        admitted <= static_cast<u32>(Config::kThreads * kFinisherItems)) {
+      const float admit_low = route == kRoutePrimary ? proposal.primary_low : secondary_low;
+      return finish_in_registers(state, store, out, rec, admitted, admit_low, scores, sort_buffer, stats, clock);
+    }
     Row row;
     row.load(scores, len);
     if (route == kRoutePrimary || route == kRouteBand) {
@@ -216,6 +222,52 @@ struct SplitAgent {
     }
     clock.lap(kCyclesRecovery);
     Exact::refine_and_write(state, store, row, out, scores, sort_buffer);
+  }
+
+  // The finisher's fast form, for a record of at most kThreads x
+  // kFinisherItems candidates: all loaded at once into registers (one round
+  // trip to L2), the K largest of those >= admit_low selected by
+  // BlockSelectItems (histograms of the candidates' key offsets, the last
+  // small group ranked directly). No frontier is stored and no round reads
+  // the candidates again.
+  static constexpr int kFinisherItems = Config::kFinisherItems;
+  typedef BlockSelectItems<Config::kThreads, (kFinisherItems > 0 ? kFinisherItems : 1), Config::kIndexBits,
+                           Config::kFrontierSharedCapacity * 8u>
+      FinisherSelect;
+  static SGTOPK_DEVICE void finish_in_registers(SelectionState& state, const Store& store, const Output& out,
+                                                const RowRecord& rec, u32 admitted, float admit_low, const float* scores,
+                                                u64* sort_buffer, unsigned long long* stats,
+                                                PhaseClock<Config::kRouteStats>& clock) {
+    constexpr int kItems = kFinisherItems > 0 ? kFinisherItems : 1;
+    begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
+    float value[kItems];
+    u32 index[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const u32 i = static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+      value[u] = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
+      index[u] = i < admitted ? hw::load_l2(rec.indices + i) : 0u;
+    }
+    u32 live = 0u;
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const u32 i = static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+      if (i < admitted && value[u] >= admit_low) live |= 1u << u;
+    }
+    if constexpr (Config::kRouteStats) {
+      u32 warp_total;
+      warp_exclusive_sum(static_cast<u32>(__popc(live)), &warp_total);
+      if ((threadIdx.x & 31) == 0 && warp_total != 0u) atomicAdd(&state.frontier_count, warp_total);
+    }
+    const FinisherSelect candidates{value, index, live, ordered_key(admit_low)};
+    const u32 high = candidates.highest_offset(&state.frontier_high_key);
+    count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
+    clock.lap(kCyclesRecovery);
+    candidates.select(static_cast<u32>(Config::kK), high, state.histogram, state.scratch,
+                      reinterpret_cast<unsigned char*>(store.shared_value),
+                      [&](u32 slot, u32 i, float v) { out.commit(slot, i, v); });
+    if constexpr (Config::kSorted)
+      sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
   }
 
   static SGTOPK_DEVICE void run(const SelectParams& p) {
