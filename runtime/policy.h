@@ -128,9 +128,6 @@
     "persistent worker CTAs per SM; rows past the first wave are claimed from a device counter") \
   X(INT, view_loads_in_flight, 8, (1, 16), \
     "view samples each thread gathers before counting the first (the proposal's loads in flight)") \
-  X(BOOL, aggregate_view_histogram, false, (), \
-    "the proposal's histogram of the view aggregated per warp (one shared atomic per distinct\n" \
-    "coarse bin): a wide view's samples crowd a few bins of the distribution's bulk") \
   X(INT, loads_in_flight, 4, (1, 8), \
     "16-byte loads each thread issues before using the first in the certification pass, the\n" \
     "band pass and the exact recovery route (the direct family has its own)") \

@@ -122,7 +122,6 @@ void set_view_config(KernelConfig& config, const Problem& p, const SelectSampled
   const int wide = stride_for_rank(sp.stride_wide, p.k, sp);
   const int narrow = stride_for_rank(sp.stride_narrow, p.k, sp);
   config.integer("kViewLoadsInFlight", sp.view_loads_in_flight)
-      .flag("kAggregateViewHistogram", sp.aggregate_view_histogram)
       .integer("kViewBlock", view_block_for_rank(p.k, sp))
       .integer("kStrideWide", wide)
       .integer("kStrideNarrow", narrow)

@@ -32,7 +32,7 @@ void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target
     invalid_argument("the split family launches one CTA per row and segment, at most 2^31 - 1 CTAs; " +
                      std::to_string(p.rows) + " rows are too many for it (the sampled family takes them)");
   plan.grid = static_cast<unsigned>(p.rows * segments);
-  plan.dynamic_smem_bytes = select_smem_bytes(p, policy);
+  plan.dynamic_smem_bytes = sgtopk::split_shared_bytes(select_smem_bytes(p, policy), sp.block_threads, sp.finisher_items);
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   plan.config = select_body_config(p, policy, SelectBody{sp.block_threads, sp.loads_in_flight, policy.sampled.small_group});
   set_view_config(plan.config, p, split_view_policy(policy));

@@ -175,6 +175,19 @@ SGTOPK_ABI_FN unsigned select_shared_bytes(int frontier_capacity, bool sorted, i
   return selection_state_bytes() + (frontier > sort ? frontier : sort) + static_cast<unsigned>(floor_marks_words) * 4u;
 }
 
+// ---- the split family's: the select families' layout, or where larger the
+// finisher's (agent/split.cuh): the state, then threads x finisher_items
+// candidate values and indices, then the directly ranked group (128
+// members of 16 bytes and a counter).
+constexpr unsigned kSplitRankGroupBytes = 128u * 16u + 16u;
+SGTOPK_ABI_FN unsigned split_shared_bytes(unsigned select_bytes, int threads, int finisher_items) {
+  const unsigned finisher = finisher_items > 0 ? selection_state_bytes() + static_cast<unsigned>(threads) *
+                                                                                static_cast<unsigned>(finisher_items) * 8u +
+                                                     kSplitRankGroupBytes
+                                               : 0u;
+  return select_bytes > finisher ? select_bytes : finisher;
+}
+
 // ---- the short-row family's shared memory: two digit histograms (a round
 // counts into one while the other is cleared for the round after), the scan
 // scratch, the row-order rank table (a word per item slot and warp, and the

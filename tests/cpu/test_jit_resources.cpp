@@ -88,7 +88,9 @@ PtxasReport parse_ptxas_report(const std::string& log) {
 
 // "" when the report exists, names `entry` and says no function spills or has
 // a stack frame; else what is wrong.
-std::string spill_problems(const PtxasReport& report, const std::string& entry) {
+// `allowed_spill_bytes`: the spill stores (and as many bytes of stack) a case
+// is known to need; 0 for every kernel but the split family's.
+std::string spill_problems(const PtxasReport& report, const std::string& entry, int allowed_spill_bytes = 0) {
   if (report.functions.empty())
     return "no ptxas resource line (\"N bytes stack frame, N bytes spill stores, N bytes spill loads\") in the "
            "NVRTC log; was --ptxas-options=-v passed, or has the report's format changed?\n";
@@ -98,7 +100,9 @@ std::string spill_problems(const PtxasReport& report, const std::string& entry) 
   if (!entry_seen) problems += "ptxas did not report compiling the entry function '" + entry + "'\n";
   if (report.registers.empty()) problems += "no \"Used N registers\" line in the ptxas report\n";
   for (const FunctionResources& f : report.functions) {
-    if (f.stack_frame != 0 || f.spill_stores != 0 || f.spill_loads != 0)
+    const bool within = allowed_spill_bytes > 0 && f.spill_stores <= allowed_spill_bytes &&
+                        f.stack_frame <= allowed_spill_bytes;
+    if (!within && (f.stack_frame != 0 || f.spill_stores != 0 || f.spill_loads != 0))
       problems += (f.function.empty() ? std::string("a function") : "'" + f.function + "'") + ": " +
                   std::to_string(f.stack_frame) + " bytes stack frame, " + std::to_string(f.spill_stores) +
                   " bytes spill stores, " + std::to_string(f.spill_loads) + " bytes spill loads\n";
@@ -120,6 +124,7 @@ struct SpillCase {
   std::string policy_toml;       // applied over the defaults
   sgtopk_dtype dtype = SGTOPK_F32;  // the filter's logits
   uint32_t flags = 0;               // the filter's outputs (0: the mask; k the candidate capacity)
+  int allowed_spill_bytes = 0;      // see spill_problems
 };
 
 void PrintTo(const SpillCase& c, std::ostream* os) { *os << c.name; }
@@ -137,6 +142,16 @@ std::vector<SpillCase> spill_cases() {
       {"sampled_coarse_proposal_K2048_rows512_w131072", 2048, 512, 131072, "sampled", false, true},
       // One CTA of 1024 an SM: 64 registers.
       {"cluster_K2048_rows4_w1048576", 2048, 4, 1048576, "cluster", false},
+      // The planner's split for a few long rows (one CTA of 1024 an SM: 64
+      // registers), its finisher's candidates in shared memory; and with the
+      // stored frontier. Known to spill a few values that live across its
+      // phases (12 and 20 bytes, each stored or loaded once a phase, none in
+      // a loop over the row: docs/decisions/2026-12-03-split-finisher-in-shared-memory.md);
+      // more fails.
+      {"planner_K2048_rows1_w262144_split", 2048, 1, 262144, "split", false, false, false, "", SGTOPK_F32, 0, 24},
+      {"planner_K2048_rows64_w1048576_split", 2048, 64, 1048576, "split", false, false, false, "", SGTOPK_F32, 0, 24},
+      {"split_frontier_finisher_K2048_rows64_w262144", 2048, 64, 262144, "split", false, false, false,
+       "[select.split]\nfinisher_items = 0\n", SGTOPK_F32, 0, 24},
       // The short-row scores kept in registers, two CTAs of 512 an SM: 64 registers.
       {"short_row_registers_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
        "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n"},
@@ -212,6 +227,9 @@ TEST(JitResourceReport, ParsesSpillsAndAMissingReport) {
   EXPECT_EQ(bad.functions[0].stack_frame, 24);
   EXPECT_EQ(bad.functions[0].spill_stores, 20);
   EXPECT_NE(spill_problems(bad, "sgtopk_select_sampled").find("20 bytes spill stores"), std::string::npos);
+  // A case's known spill passes up to its allowance, and fails past it.
+  EXPECT_EQ(spill_problems(bad, "sgtopk_select_sampled", 24), "");
+  EXPECT_NE(spill_problems(bad, "sgtopk_select_sampled", 20), "") << "a 24-byte stack frame passed an allowance of 20";
 
   // A non-entry function with a stack frame (e.g. a noinline helper) counts
   // too; nvcc's spelling of the line (no "ptxas ." prefix) parses the same.
@@ -255,7 +273,7 @@ TEST_P(JitResources, DefaultKernelsDoNotSpill) {
               plan.block, plan.min_blocks_per_sm, ms, report.lines.c_str());
   std::fflush(stdout);
 
-  const std::string problems = spill_problems(report, plan.entry);
+  const std::string problems = spill_problems(report, plan.entry, c.allowed_spill_bytes);
   EXPECT_TRUE(problems.empty()) << c.name << " (" << plan.family << ", entry " << plan.entry
                                 << ", default policy, sm_90):\n"
                                 << problems << "ptxas report:\n"

@@ -46,9 +46,6 @@ using namespace sgtopk;
 #ifndef AGG
 #define AGG false
 #endif
-#ifndef AGG_VIEW
-#define AGG_VIEW false  // the proposal's view histogram aggregated per warp
-#endif
 #ifndef ENDPOINT
 #define ENDPOINT false
 #endif
@@ -167,7 +164,6 @@ struct Config {
   static constexpr int kSmallGroup = SMALL_GROUP < THREADS ? (SMALL_GROUP < FSHARED + FGLOBAL ? SMALL_GROUP : FSHARED + FGLOBAL)
                                                            : (THREADS < FSHARED + FGLOBAL ? THREADS : FSHARED + FGLOBAL);
   static constexpr int kViewLoadsInFlight = 3;
-  static constexpr bool kAggregateViewHistogram = AGG_VIEW;
   static constexpr int kViewBlock = VIEW_BLOCK;
   static constexpr int kStrideWide = STRIDE;
   static constexpr int kStrideNarrow = STRIDE;

@@ -17,7 +17,7 @@
 // The decisions match reference::decide_sampled_route row by row; the GPU
 // tests compare the route statistics' per-launch totals with the reference's.
 //
-// Config adds to the direct-exact constants: kViewLoadsInFlight, kAggregateViewHistogram, kViewBlock,
+// Config adds to the direct-exact constants: kViewLoadsInFlight, kViewBlock,
 // kStrideWide, kStrideNarrow, kWideRowThreshold, kQ0Wide, kQ1Wide, kQ0Narrow,
 // kQ1Narrow (sample ranks computed on the host), kFineTriggerWide,
 // kFineTriggerNarrow (the fine proposal's trigger, 0: off), kRouteStats.
@@ -172,7 +172,7 @@ struct SampledAgent {
     const View view_of_row{scores, first, end, seed, stride};
     view_of_row.for_each([&](float sample) {
       const u32 bin = coarse_key(sample);
-      if (bin != 0u) count_in_bin<Config::kAggregateViewHistogram>(state.histogram, bin);
+      if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
     });
     __syncthreads();
     Span::combine(state);

@@ -34,7 +34,8 @@ struct SplitAgent {
   typedef typename Exact::Output Output;
   typedef typename Exact::StreamRow Row;
   typedef typename Exact::template Refine<Row> Refine;
-  static constexpr unsigned kSharedBytes = Exact::kSharedBytes;
+  static constexpr unsigned kSharedBytes =
+      split_shared_bytes(Exact::kSharedBytes, Config::kThreads, Config::kFinisherItems);
   static constexpr u32 kSegmentCapacity = static_cast<u32>(Config::kFrontierSharedCapacity);
   static_assert(Config::kSegments >= 1 && Config::kMinSegmentWidth >= 1 && Config::kCandidateCapacity >= 1,
                 "a split plan has segments and a candidate record");
@@ -171,10 +172,10 @@ struct SplitAgent {
                       : (secondary_low < proposal.primary_low && admitted >= k) ? kRouteBand
                                                                                 : kRouteExact;
     count_route<Config::kRouteStats>(stats, route);
-    if ((route == kRoutePrimary || route == kRouteBand) && !overflow && kFinisherItems > 0 &&
-        admitted <= static_cast<u32>(Config::kThreads * kFinisherItems)) {
+    if ((route == kRoutePrimary || route == kRouteBand) && !overflow && Config::kFinisherItems > 0 &&
+        admitted <= kFinisherCapacity) {
       const float admit_low = route == kRoutePrimary ? proposal.primary_low : secondary_low;
-      return finish_in_registers(state, store, out, rec, admitted, admit_low, scores, sort_buffer, stats, clock);
+      return finish_in_shared(state, out, rec, admitted, admit_low, scores, sort_buffer, stats, clock);
     }
     Row row;
     row.load(scores, len);
@@ -225,34 +226,32 @@ struct SplitAgent {
   }
 
   // The finisher's fast form, for a record of at most kThreads x
-  // kFinisherItems candidates: all loaded at once into registers (one round
-  // trip to L2), the K largest of those >= admit_low selected by
+  // kFinisherItems candidates: all copied at once into shared memory (one
+  // round trip to L2), the K largest of those >= admit_low selected there by
   // BlockSelectItems (histograms of the candidates' key offsets, the last
-  // small group ranked directly). No frontier is stored and no round reads
-  // the candidates again.
-  static constexpr int kFinisherItems = Config::kFinisherItems;
-  typedef BlockSelectItems<Config::kThreads, (kFinisherItems > 0 ? kFinisherItems : 1), Config::kIndexBits,
-                           Config::kFrontierSharedCapacity * 8u>
-      FinisherSelect;
-  static SGTOPK_DEVICE void finish_in_registers(SelectionState& state, const Store& store, const Output& out,
-                                                const RowRecord& rec, u32 admitted, float admit_low, const float* scores,
-                                                u64* sort_buffer, unsigned long long* stats,
-                                                PhaseClock<Config::kRouteStats>& clock) {
-    constexpr int kItems = kFinisherItems > 0 ? kFinisherItems : 1;
+  // small group ranked directly). No frontier is stored and no round moves
+  // a candidate.
+  static constexpr int kFinisherItems = Config::kFinisherItems > 0 ? Config::kFinisherItems : 1;
+  static constexpr u32 kFinisherCapacity = static_cast<u32>(Config::kThreads * kFinisherItems);
+  typedef BlockSelectItems<Config::kThreads, kFinisherItems, Config::kIndexBits, kSplitRankGroupBytes> FinisherSelect;
+  static SGTOPK_DEVICE void finish_in_shared(SelectionState& state, const Output& out, const RowRecord& rec,
+                                             u32 admitted, float admit_low, const float* scores, u64* sort_buffer,
+                                             unsigned long long* stats, PhaseClock<Config::kRouteStats>& clock) {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    float* value = reinterpret_cast<float*>(shared_bytes + Exact::kStateBytes);
+    u32* index = reinterpret_cast<u32*>(value + kFinisherCapacity);
+    unsigned char* group = reinterpret_cast<unsigned char*>(index + kFinisherCapacity);
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
-    float value[kItems];
-    u32 index[kItems];
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const u32 i = static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-      value[u] = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
-      index[u] = i < admitted ? hw::load_l2(rec.indices + i) : 0u;
-    }
     u32 live = 0u;
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const u32 i = static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-      if (i < admitted && value[u] >= admit_low) live |= 1u << u;
+#pragma unroll 4
+    for (int u = 0; u < kFinisherItems; ++u) {
+      const u32 i = FinisherSelect::slot(u);
+      if (i < admitted) {
+        const float v = hw::load_l2(rec.values + i);
+        value[i] = v;
+        index[i] = hw::load_l2(rec.indices + i);
+        if (v >= admit_low) live |= 1u << u;
+      }
     }
     if constexpr (Config::kRouteStats) {
       u32 warp_total;
@@ -260,11 +259,10 @@ struct SplitAgent {
       if ((threadIdx.x & 31) == 0 && warp_total != 0u) atomicAdd(&state.frontier_count, warp_total);
     }
     const FinisherSelect candidates{value, index, live, ordered_key(admit_low)};
-    const u32 high = candidates.highest_offset(&state.frontier_high_key);
+    const u32 high = candidates.highest_offset(&state.frontier_high_key);  // its barrier publishes the copies
     count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
     clock.lap(kCyclesRecovery);
-    candidates.select(static_cast<u32>(Config::kK), high, state.histogram, state.scratch,
-                      reinterpret_cast<unsigned char*>(store.shared_value),
+    candidates.select(static_cast<u32>(Config::kK), high, state.histogram, state.scratch, group,
                       [&](u32 slot, u32 i, float v) { out.commit(slot, i, v); });
     if constexpr (Config::kSorted)
       sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);

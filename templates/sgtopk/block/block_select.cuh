@@ -1,12 +1,13 @@
-// The K largest of a CTA's register items, exactly: each thread holds up to
-// kItems (value, index) pairs, the live ones all at or above `low` (so none
-// is NaN). Rounds bin the live items by a composite key, the offset of the
+// The K largest of a CTA's items, exactly: thread t's item u is the (value,
+// index) pair in shared-memory slot u * kThreads + t, the live ones (a bit a
+// thread keeps per item) all at or above `low` (so none is NaN). Rounds bin the live items by a composite key, the offset of the
 // value's ordered key from low's, then the inverted index (ties to the lower
 // index), 11 bits at a time from the top; a round's boundary group is taken
 // whole when it fills the rank, else ranked directly once it is small, else
-// carried to the next round. Everything stays in registers and shared memory:
-// no frontier is stored, only the small group gathered (split's finisher:
-// a few thousand candidates, two rounds at most on uniform rows).
+// carried to the next round. No round moves an item; only the small group is
+// gathered (split's finisher: a few thousand candidates, one round and a
+// small group on uniform rows). In shared memory, not registers: a CTA of
+// 1024 threads has 64 registers a thread, and eight items spilled.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
 #include "sgtopk/block/warp_append.cuh"
@@ -25,23 +26,25 @@ struct BlockSelectItems {
   static constexpr u32 kRankMax = (kGroupBytes - 4u) / 16u < 128u ? (kGroupBytes - 4u) / 16u : 128u;
   static_assert(kRankMax >= 2u && kRankMax <= static_cast<u32>(kThreads), "room for a ranked group, a member a thread");
   static constexpr u32 kIndexMask = (1u << kIndexBits) - 1u;
+  typedef BlockSelectItems Self;
 
-  const float (&value)[kItems];
-  const u32 (&index)[kItems];
+  const float* value;  // shared memory, kThreads x kItems slots
+  const u32* index;
   u32 live;     // bit u: item u takes part
   u32 low_key;  // ordered_key(low)
 
+  static SGTOPK_DEVICE u32 slot(int u) { return static_cast<u32>(u * kThreads) + threadIdx.x; }
   SGTOPK_DEVICE u64 key(int u) const {
-    return static_cast<u64>(ordered_key(value[u]) - low_key) << kIndexBits | (kIndexMask - index[u]);
+    return static_cast<u64>(ordered_key(value[slot(u)]) - low_key) << kIndexBits | (kIndexMask - index[slot(u)]);
   }
 
   // The largest live key offset, for every thread (histogram and scratch
   // clear; ends with a barrier). `high` is a shared word holding 0.
   SGTOPK_DEVICE u32 highest_offset(u32* high) const {
     u32 mine = 0u;
-#pragma unroll
+#pragma unroll 1
     for (int u = 0; u < kItems; ++u)
-      if ((live >> u) & 1u) mine = max_of(mine, ordered_key(value[u]) - low_key);
+      if ((live >> u) & 1u) mine = max_of(mine, ordered_key(value[slot(u)]) - low_key);
     mine = warp_max(mine);
     if ((threadIdx.x & 31) == 0 && mine != 0u) atomicMax(high, mine);
     __syncthreads();
@@ -69,7 +72,7 @@ struct BlockSelectItems {
     while (shift > 0) {
       const int bits = shift < kCoarseBits ? shift : kCoarseBits;
       const int next = shift - bits;
-#pragma unroll
+#pragma unroll 1
       for (int u = 0; u < kItems; ++u) {
         if (!((live >> u) & 1u)) continue;
         const u64 x = key(u);
@@ -95,14 +98,14 @@ struct BlockSelectItems {
     if (!whole) {
       // Gather the group, count for each member the members above it (a
       // helper per slice of the group), and commit those below `take`.
-#pragma unroll
+#pragma unroll 1
       for (int u = 0; u < kItems; ++u) {
         if (!((live >> u) & 1u)) continue;
         const u64 x = key(u);
         if ((x >> shift) == prefix) {
           const u32 slot = atomicAdd(member_count, 1u);
           members[slot] = x;
-          member_value[slot] = value[u];
+          member_value[slot] = value[Self::slot(u)];
         }
       }
       __syncthreads();
@@ -121,7 +124,7 @@ struct BlockSelectItems {
     // Output slots from one block scan (no shared counter for every warp to
     // queue on): thread i's member of a ranked group first, then its items.
     u32 in = 0u;
-#pragma unroll
+#pragma unroll 1
     for (int u = 0; u < kItems; ++u) {
       const u64 x = ((live >> u) & 1u) ? key(u) >> shift : 0ull;
       if (((live >> u) & 1u) && (x > prefix || (whole && x == prefix))) in |= 1u << u;
@@ -130,9 +133,9 @@ struct BlockSelectItems {
     u32 total;
     u32 slot = block_exclusive_sum<kThreads>(static_cast<u32>(__popc(in)) + (member_in ? 1u : 0u), scratch, &total);
     if (member_in) out(slot++, kIndexMask - static_cast<u32>(members[threadIdx.x] & kIndexMask), member_value[threadIdx.x]);
-#pragma unroll
+#pragma unroll 1
     for (int u = 0; u < kItems; ++u)
-      if ((in >> u) & 1u) out(slot++, index[u], value[u]);
+      if ((in >> u) & 1u) out(slot++, index[Self::slot(u)], value[Self::slot(u)]);
   }
 };
 
