@@ -12,6 +12,7 @@
 //   kScoresInRegisters.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/block/rank_members.cuh"
 #include "sgtopk/block/row_order_ranks.cuh"
 #include "sgtopk/selection/select_output.cuh"
 
@@ -172,22 +173,10 @@ struct ShortRowAgent {
       }
     }
     __syncthreads();
-    // Every thread counts: kThreads / count threads (at least 2) share each
-    // member's count, each over a slice of the members, and add their parts
-    // into the first histogram's words past next_slot (still clear). One
-    // thread a member left the others idle at the barrier, for as many
-    // compares as the bin has members.
+    // The ranks go into the first histogram's words past next_slot (still
+    // clear); kThreads / count is at least 2 here.
     u32* ranks = next_slot + 1;
-    const u32 helpers = static_cast<u32>(kThreads) / count;
-    if (threadIdx.x < helpers * count) {
-      const u32 i = threadIdx.x % count, part = threadIdx.x / count;
-      const u32 slice = (count + helpers - 1u) / helpers;
-      const u32 begin = part * slice, end = min_of(count, begin + slice);
-      const u64 mine = members[i];
-      u32 before = 0u;
-      for (u32 j = begin; j < end; ++j) before += members[j] > mine ? 1u : 0u;
-      if (before != 0u) atomicAdd(&ranks[i], before);
-    }
+    count_members_above<kThreads>(members, count, ranks);
     __syncthreads();
     unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
     for (u32 i = threadIdx.x; i < count; i += kThreads)

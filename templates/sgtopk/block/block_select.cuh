@@ -10,6 +10,7 @@
 // 1024 threads has 64 registers a thread, and eight items spilled.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/block/rank_members.cuh"
 #include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/keys.cuh"
 
@@ -96,8 +97,8 @@ struct BlockSelectItems {
     }
     if (shift == 0) whole = true;  // one composite key is one item
     if (!whole) {
-      // Gather the group, count for each member the members above it (a
-      // helper per slice of the group), and commit those below `take`.
+      // Gather the group and count for each member the members above it;
+      // those below `take` are committed.
 #pragma unroll 1
       for (int u = 0; u < kItems; ++u) {
         if (!((live >> u) & 1u)) continue;
@@ -109,16 +110,7 @@ struct BlockSelectItems {
         }
       }
       __syncthreads();
-      const u32 helpers = static_cast<u32>(kThreads) / ranked;
-      if (threadIdx.x < helpers * ranked) {
-        const u32 i = threadIdx.x % ranked, part = threadIdx.x / ranked;
-        const u32 slice = (ranked + helpers - 1u) / helpers;
-        const u32 begin = part * slice, end = min_of(ranked, begin + slice);
-        const u64 mine = members[i];
-        u32 above = 0u;
-        for (u32 j = begin; j < end; ++j) above += members[j] > mine ? 1u : 0u;
-        if (above != 0u) atomicAdd(&member_rank[i], above);
-      }
+      count_members_above<kThreads>(members, ranked, member_rank);
       __syncthreads();
     }
     // Output slots from one block scan (no shared counter for every warp to
