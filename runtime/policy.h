@@ -182,8 +182,9 @@
     "one pass of its own over the row") \
   X(INT, finisher_items, 8, (0, 16), \
     "0: off; else a finisher whose row has at most block_threads x finisher_items candidates\n" \
-    "loads them all into registers at once and selects among them there (block_select.cuh),\n" \
-    "instead of storing a frontier and refining it")
+    "copies them all into shared memory at once and selects among them there\n" \
+    "(block_select.cuh), instead of storing a frontier and refining it\n" \
+    "(docs/decisions/2026-12-03-split-finisher-in-shared-memory.md)")
 
 // [select.cluster] a few long rows on sm_90 clusters: one cluster a row, each
 // CTA over one segment, the histograms summed in distributed shared memory.

@@ -243,6 +243,8 @@ struct SplitAgent {
     unsigned char* group = reinterpret_cast<unsigned char*>(index + kFinisherCapacity);
     begin_selection<Config::kThreads>(state, static_cast<u32>(Config::kK), 1u);
     u32 live = 0u;
+    // Four candidates' loads in flight a thread (eight spill 20 bytes of the
+    // kernel's 64 registers a thread, four 12).
 #pragma unroll 4
     for (int u = 0; u < kFinisherItems; ++u) {
       const u32 i = FinisherSelect::slot(u);

@@ -1,13 +1,14 @@
 // The K largest of a CTA's items, exactly: thread t's item u is the (value,
 // index) pair in shared-memory slot u * kThreads + t, the live ones (a bit a
-// thread keeps per item) all at or above `low` (so none is NaN). Rounds bin the live items by a composite key, the offset of the
-// value's ordered key from low's, then the inverted index (ties to the lower
-// index), 11 bits at a time from the top; a round's boundary group is taken
-// whole when it fills the rank, else ranked directly once it is small, else
-// carried to the next round. No round moves an item; only the small group is
-// gathered (split's finisher: a few thousand candidates, one round and a
-// small group on uniform rows). In shared memory, not registers: a CTA of
-// 1024 threads has 64 registers a thread, and eight items spilled.
+// thread keeps per item) all at or above `low` (so none is NaN). Rounds bin
+// the live items by a composite key, the offset of the value's ordered key
+// from low's, then the inverted index (ties to the lower index), 11 bits at a
+// time from the top; a round's boundary group is taken whole when it fills
+// the rank, else ranked directly once it is small, else carried to the next
+// round. No round moves an item; only the small group is gathered (split's
+// finisher: a few thousand candidates, one round and a small group on
+// uniform rows). Shared memory, not registers: a CTA of 1024 threads has 64
+// registers a thread.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
 #include "sgtopk/block/rank_members.cuh"
@@ -53,10 +54,10 @@ struct BlockSelectItems {
   }
 
   // Commits the `k` largest live items (k <= their count): out(slot, index,
-  // value) for slots [0, k). `histogram` holds
-  // kCoarseBins clear words and is clear again on return; `scratch` is
-  // find_rank_bin's; `group` holds kGroupBytes. `high` is highest_offset's.
-  // Block-uniform; the caller's barrier publishes the output.
+  // value) for slots [0, k). `histogram` holds kCoarseBins clear words and is
+  // clear again on return; `scratch` is find_rank_bin's; `group` holds
+  // kGroupBytes; `high` is highest_offset's. Block-uniform; the caller's
+  // barrier publishes the output.
   template <typename Commit>
   SGTOPK_DEVICE void select(u32 k, u32 high, u32* histogram, u32* scratch, unsigned char* group, Commit&& out) const {
     const int offset_bits = high == 0u ? 0 : 32 - __clz(high);
