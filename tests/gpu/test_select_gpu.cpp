@@ -760,9 +760,9 @@ std::vector<Case> split_cases() {
   few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
   out.back().k = 8192;
   out.back().flags |= SGTOPK_SORTED;
-  // The finisher's stored-frontier refinement (its register form off), and a
-  // register form too small for most rows' candidates (both forms in one
-  // launch); every row family.
+  // The finisher's stored-frontier refinement (its shared-memory form off),
+  // and a shared-memory form too small for most rows' candidates (both forms
+  // in one launch); every row family.
   few_long("frontier_finisher", 16, 262144, "[select.split]\nfinisher_items = 0\n", {SGTOPK_ROUTE_PRIMARY});
   out.back().families = all_row_families();
   few_long("finisher_items_2", 16, 262144, "[select.split]\nfinisher_items = 2\n", {SGTOPK_ROUTE_PRIMARY});

@@ -104,7 +104,7 @@ using namespace sgtopk;
 #define CANDIDATES 4096
 #endif
 #ifndef FINISHER_ITEMS
-#define FINISHER_ITEMS 8  // split: the finisher's candidates in registers (0: a stored frontier, refined)
+#define FINISHER_ITEMS 8  // split: the finisher's candidates a thread in shared memory (0: a stored frontier, refined)
 #endif
 // Floor marks as the planner sizes them (templates/sgtopk/abi.h): streamed
 // rows with vector loads only.
