@@ -12,7 +12,6 @@
 //   kScoresInRegisters.
 #pragma once
 #include "sgtopk/block/block_scan.cuh"
-#include "sgtopk/block/rank_members.cuh"
 #include "sgtopk/block/row_order_ranks.cuh"
 #include "sgtopk/selection/select_output.cuh"
 
@@ -71,13 +70,19 @@ struct ShortRowAgent {
         // other CTAs keep its loads in flight.
         float v[kRun];
 #pragma unroll kRunUnroll
-        for (int c = 0; c < kRuns; ++c) load_run(c, len, aligned, v);
+        for (int c = 0; c < kRuns; ++c) {
+          // A run wholly past the row (a ragged row's last quarter) is not
+          // read: its keys are 0, and the passes skip it at one compare.
+          if (index(c * kRun) < len) load_run(c, len, aligned, v);
+          else coarse_runs()[c * kThreads + threadIdx.x] = 0ull;
+        }
       }
     }
     // Reads run c into v and stores its coarse keys + 1 (0: past the row).
     SGTOPK_DEVICE void load_run(int c, int len, bool aligned, float* v) const {
       const int i = index(c * kRun);
-      if (aligned && i + kRun <= len) {
+      const bool whole = i + kRun <= len;
+      if (aligned && whole) {
         const float4 q = __ldg(reinterpret_cast<const float4*>(scores + i));
         v[0] = q.x;
         v[1] = q.y;
@@ -87,11 +92,13 @@ struct ShortRowAgent {
 #pragma unroll
         for (int s = 0; s < kRun; ++s) v[s] = i + s < len ? __ldg(scores + i + s) : 0.0f;
       }
-      u32 k0, k1, k2, k3;
-      coarse_key_pair(v[0], v[1], k0, k1);
-      coarse_key_pair(v[2], v[3], k2, k3);
-      const u32 low = (i < len ? k0 + 1u : 0u) | (i + 1 < len ? k1 + 1u : 0u) << 16;
-      const u32 high = (i + 2 < len ? k2 + 1u : 0u) | (i + 3 < len ? k3 + 1u : 0u) << 16;
+      // Keys + 1, two to a word (no lane carries into the next: a key is 11 bits).
+      u32 low = coarse_key_pair_packed(v[0], v[1]) + 0x00010001u;
+      u32 high = coarse_key_pair_packed(v[2], v[3]) + 0x00010001u;
+      if (!whole) {
+        low &= (i < len ? 0xffffu : 0u) | (i + 1 < len ? 0xffff0000u : 0u);
+        high &= (i + 2 < len ? 0xffffu : 0u) | (i + 3 < len ? 0xffff0000u : 0u);
+      }
       coarse_runs()[c * kThreads + threadIdx.x] = static_cast<u64>(high) << 32 | low;
     }
     // Slot u's score (a valid one: its coarse key is not 0).
@@ -148,39 +155,119 @@ struct ShortRowAgent {
     bits = 32 - __clz(end - low_key - 1u);
   }
 
+  // Run `run`'s slots whose key + 1 is at least `key` (< 0x8000, as every
+  // key + 1 is), as 4 bits: the four 16-bit lanes compared by one 64-bit
+  // subtraction (no lane borrows from the next: each is at most 0x7fff).
+  static SGTOPK_DEVICE u32 run_at_or_above(u64 run, u32 key) {
+    constexpr u64 kLaneTops = 0x8000800080008000ull;
+    const u64 ge = ((run | kLaneTops) - key * 0x0001000100010001ull) & kLaneTops;
+    const u32 low = static_cast<u32>(ge), high = static_cast<u32>(ge >> 32);
+    return (low >> 15 & 1u) | (low >> 30 & 2u) | (high >> 13 & 4u) | (high >> 28 & 8u);
+  }
+
   // A boundary bin of at most kGatherMax scores (a hundred or two at K =
-  // 2048 of 16K indexer or uniform rows) is ranked directly, instead of two
-  // or three more passes over every key with a 2048-bin rank search each:
-  // its members are gathered as (ordered key, ~index), so one u64 compare
-  // orders them by score and then by lower index, each member counts those
-  // before it, and the `take` first get coarse key + 1 = 0xffff (above every
-  // bin), the others 0 (below). The coarse keys' u16 slot of element i is i.
+  // 2048 of 16K indexer or uniform rows) is ranked in place of two or three
+  // more passes over every key with a 2048-bin rank search each. Its members
+  // are gathered as (ordered key, ~index), so one u64 compare orders them by
+  // score and then by lower index; a counting sort by the top 8 bits of their
+  // offset within the bin groups them, and each counts only the members of
+  // its own group above it (one or two on uniform rows, where counting
+  // against every member cost count^2 compares). The `take` first get coarse
+  // key + 1 = kSelectedKey (above every bin), the others 0 (below). The
+  // coarse keys' u16 slot of element i is i.
   static constexpr u32 kGatherMax = static_cast<u32>(kThreads) / 2u;
-  static_assert(kGatherMax * 2u <= static_cast<u32>(kCoarseBins), "the members fit the second histogram");
+  static constexpr int kMemberDigitBits = 8;
+  static constexpr u32 kMemberDigits = 1u << kMemberDigitBits;
+  static constexpr u32 kSelectedKey = 0x7fffu;  // below 0x8000: runs compare four keys at once
+  static_assert(kCoarseBins < static_cast<int>(kSelectedKey), "a selected member's key is above every bin");
+  static_assert(kGatherMax * 4u <= static_cast<u32>(kCoarseBins), "the members and their sorted copy fit the second histogram");
+  static_assert(4u * kMemberDigits + kGatherMax <= static_cast<u32>(kCoarseBins), "the digit tables and ranks fit the first histogram");
+  static SGTOPK_DEVICE u32 member_digit(u64 member, u32 low_key, int shift) {
+    return (static_cast<u32>(member >> 32) - low_key) >> shift;
+  }
   static SGTOPK_DEVICE void rank_bin_members(ShortRowState& state, const Row& row, u32 bin, u32 take, u32 count) {
-    u32* next_slot = &state.histogram[0][0];  // cleared after round 0; the second histogram is still clear
+    // The first histogram was cleared after round 0: the counters, the digit
+    // counts and the ranks start at 0; the second is still clear.
+    u32* next_slot = &state.histogram[0][0];
+    u32* digit_count = &state.histogram[0][kMemberDigits];
+    u32* digit_first = &state.histogram[0][2 * kMemberDigits];
+    u32* digit_next = &state.histogram[0][3 * kMemberDigits];
+    u32* ranks = &state.histogram[0][4 * kMemberDigits];
     u64* members = reinterpret_cast<u64*>(&state.histogram[1][0]);
+    u64* sorted = reinterpret_cast<u64*>(&state.histogram[1][2 * kGatherMax]);
+    u32 low_key;
+    int bits;
+    bin_span(bin, low_key, bits);
+    const int shift = bits > kMemberDigitBits ? bits - kMemberDigitBits : 0;
     __syncthreads();  // every thread's clear of the first histogram is done
+    const auto add_member = [&](int u) {
+      const u64 member = static_cast<u64>(ordered_key(row.score(u))) << 32 | ~Row::index(u);
+      members[atomicAdd(next_slot, 1u)] = member;
+      atomicAdd(&digit_count[member_digit(member, low_key, shift)], 1u);
+    };
+    // Members are a few in a thousand: a run's four keys are compared at
+    // once, and only runs holding one visit their slots (by a loop over its
+    // bits where the scores are read again, by constant slots where they are
+    // registers).
 #pragma unroll kRunUnroll
     for (int c = 0; c < kRuns; ++c) {
       const u64 run = Row::coarse_run(c);
+      u32 in_bin = run_at_or_above(run, bin + 1u) & ~run_at_or_above(run, bin + 2u);
+      if constexpr (kScoresInRegisters) {
 #pragma unroll
-      for (int s = 0; s < kRun; ++s) {
-        if (Row::key_in_run(run, s) == bin + 1u) {
-          const u32 slot = atomicAdd(next_slot, 1u);
-          members[slot] = static_cast<u64>(ordered_key(row.score(c * kRun + s))) << 32 | ~Row::index(c * kRun + s);
-        }
+        for (int s = 0; s < kRun; ++s)
+          if ((in_bin >> s) & 1u) add_member(c * kRun + s);
+      } else {
+        for (; in_bin != 0u; in_bin &= in_bin - 1u) add_member(c * kRun + __ffs(in_bin) - 1);
       }
     }
     __syncthreads();
-    // The ranks go into the first histogram's words past next_slot (still
-    // clear); kThreads / count is at least 2 here.
-    u32* ranks = next_slot + 1;
-    count_members_above<kThreads>(members, count, ranks);
+    if (threadIdx.x < 32) {  // each group's first slot, the highest digit first
+      constexpr u32 kPerLane = kMemberDigits / 32u;
+      const u32 lane = threadIdx.x, top = kMemberDigits - kPerLane * lane;  // digits [top - kPerLane, top)
+      u32 sum = 0u;
+#pragma unroll
+      for (u32 j = 1; j <= kPerLane; ++j) sum += digit_count[top - j];
+      u32 inclusive = sum;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= static_cast<u32>(d)) inclusive += up;
+      }
+      u32 first = inclusive - sum;
+#pragma unroll
+      for (u32 j = 1; j <= kPerLane; ++j) {
+        digit_first[top - j] = first;
+        digit_next[top - j] = first;
+        first += digit_count[top - j];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x < count) {
+      const u64 member = members[threadIdx.x];
+      sorted[atomicAdd(&digit_next[member_digit(member, low_key, shift)], 1u)] = member;
+    }
+    __syncthreads();
+    // kThreads / count (at least 2) threads count each member's group, each
+    // over a slice of it: a group of equal scores is as large as the bin.
+    const u32 helpers = static_cast<u32>(kThreads) / count;
+    if (threadIdx.x < helpers * count) {
+      const u32 i = threadIdx.x % count, part = threadIdx.x / count;
+      const u64 mine = sorted[i];
+      const u32 digit = member_digit(mine, low_key, shift);
+      const u32 size = digit_count[digit], slice = (size + helpers - 1u) / helpers;
+      const u32 begin = digit_first[digit] + part * slice, end = digit_first[digit] + min_of(size, part * slice + slice);
+      u32 above = 0u;
+      for (u32 j = begin; j < end; ++j) above += sorted[j] > mine ? 1u : 0u;
+      if (above != 0u) atomicAdd(&ranks[i], above);
+    }
     __syncthreads();
     unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
-    for (u32 i = threadIdx.x; i < count; i += kThreads)
-      keys[~static_cast<u32>(members[i])] = ranks[i] < take ? 0xffffu : 0u;
+    if (threadIdx.x < count) {
+      const u64 mine = sorted[threadIdx.x];
+      const u32 rank = digit_first[member_digit(mine, low_key, shift)] + ranks[threadIdx.x];
+      keys[~static_cast<u32>(mine)] = rank < take ? kSelectedKey : 0u;
+    }
     __syncthreads();
   }
 
@@ -194,6 +281,7 @@ struct ShortRowAgent {
 #pragma unroll kRunUnroll
     for (int c = 0; c < kRuns; ++c) {
       const u64 run = Row::coarse_run(c);
+      if (run == 0ull) continue;
 #pragma unroll
       for (int s = 0; s < kRun; ++s) {
         const u32 coarse = Row::key_in_run(run, s);
@@ -202,7 +290,7 @@ struct ShortRowAgent {
     }
     __syncthreads();
     const RankBin coarse = find_rank_bin<kThreads, kCoarseBins>(state.histogram[0], static_cast<u32>(kK), state.scratch);
-    clear_words<kThreads>(state.histogram[0], kCoarseBins);
+    clear_words_x4<kThreads, kCoarseBins>(state.histogram[0]);
     Boundary b{coarse.bin, false, 0u, 0, 0u, static_cast<u32>(kK) - coarse.above};
     if (b.take == coarse.count) {
       b.take = kWhole;
@@ -236,7 +324,7 @@ struct ShortRowAgent {
       }
       __syncthreads();
       const RankBin found = find_rank_bin<kThreads, kCoarseBins>(histogram, b.take, state.scratch);
-      clear_words<kThreads>(histogram, kCoarseBins);
+      clear_words_x4<kThreads, kCoarseBins>(histogram);
       b.prefix = round == 1 ? found.bin : (b.prefix << (b.shift - shift)) | found.bin;
       b.shift = shift;
       b.take -= found.above;
@@ -249,30 +337,72 @@ struct ShortRowAgent {
     return b;
   }
 
+  // Writes the taken slots (the order within a row is unspecified): one
+  // block scan of the counts gives each warp its first output slot. A warp
+  // with many (a half-row selection) writes slot by slot across its lanes, so
+  // neighbouring lanes store to neighbouring slots; a warp with few (K of a
+  // 16K row) visits only its taken slots, each thread writing its own in a
+  // row: a ballot per slot would cost more than the scattered stores.
+  static SGTOPK_DEVICE void write_taken(ShortRowState& state, const Row& row, u32 taken, const Output& out) {
+    const u32 count = static_cast<u32>(__popc(taken));
+    u32 total;
+    const u32 first = block_exclusive_sum<kThreads>(count, state.scratch, &total);
+    const u32 warp_first = __shfl_sync(0xffffffffu, first, 0);
+    const u32 warp_count = __shfl_sync(0xffffffffu, first + count, 31) - warp_first;
+    const auto commit = [&](u32 slot, int u) {
+      if constexpr (Config::kValues) out.commit(slot, Row::index(u), row.score(u));
+      else out.commit(slot, Row::index(u), 0.0f);
+    };
+    if (warp_count * 4u > 32u * static_cast<u32>(kItems)) {  // warp-uniform: over a quarter taken
+      const u32 lower = (1u << (threadIdx.x & 31u)) - 1u;
+      u32 slot = warp_first;
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const bool mine = ((taken >> u) & 1u) != 0u;
+        const u32 lanes = __ballot_sync(0xffffffffu, mine);
+        if (mine) commit(slot + static_cast<u32>(__popc(lanes & lower)), u);
+        slot += static_cast<u32>(__popc(lanes));
+      }
+    } else if constexpr (kScoresInRegisters && Config::kValues) {  // registers are indexed by constants only
+      u32 slot = first;
+#pragma unroll
+      for (int u = 0; u < kItems; ++u)
+        if ((taken >> u) & 1u) commit(slot++, u);
+    } else {
+      for (u32 slot = first; taken != 0u; taken &= taken - 1u) commit(slot++, __ffs(taken) - 1);
+    }
+  }
+
   static SGTOPK_DEVICE void select_row(ShortRowState& state, u32* table, u64* sort_buffer, const RowTask& task) {
     Row row;
     row.load(task.scores, task.len);
     const Boundary boundary = find_boundary(state, row);
-    u32 above = 0u, level = 0u;
+    u32 taken = 0u;
+    if (!boundary.refined) {  // block-uniform: the coarse bin decides, its scores taken whole
 #pragma unroll kRunUnroll
-    for (int c = 0; c < kRuns; ++c) {
-      const u64 run = Row::coarse_run(c);
+      for (int c = 0; c < kRuns; ++c) {
+          taken |= run_at_or_above(Row::coarse_run(c), boundary.bin + 1u) << (c * kRun);
+      }
+    } else {
+      u32 level = 0u;
+#pragma unroll kRunUnroll
+      for (int c = 0; c < kRuns; ++c) {
+        const u64 run = Row::coarse_run(c);
 #pragma unroll
-      for (int s = 0; s < kRun; ++s) {
-        const int u = c * kRun + s;
-        const int side = boundary.compare(row, u, Row::key_in_run(run, s));
-        above |= (side > 0 ? 1u : 0u) << u;
-        level |= (side == 0 ? 1u : 0u) << u;
+        for (int s = 0; s < kRun; ++s) {
+          const int u = c * kRun + s;
+          const int side = boundary.compare(row, u, Row::key_in_run(run, s));
+          taken |= (side > 0 ? 1u : 0u) << u;
+          level |= (side == 0 ? 1u : 0u) << u;
+        }
+      }
+      if (boundary.take == kWhole) {
+        taken |= level;
+      } else {  // block-uniform: one key, the lowest indices of it
+        Ranks::for_each_ranked(level, table, [&](int u, u32 rank) { taken |= (rank < boundary.take ? 1u : 0u) << u; });
       }
     }
-    u32 taken = above;
-    if (boundary.take == kWhole) {
-      taken |= level;
-    } else {  // block-uniform: one key, the lowest indices of it
-      Ranks::for_each_ranked(level, table, [&](int u, u32 rank) { taken |= (rank < boundary.take ? 1u : 0u) << u; });
-      __syncthreads();  // the table is reused below
-    }
-    Ranks::for_each_ranked(taken, table, [&](int u, u32 slot) { task.out.commit(slot, Row::index(u), Config::kValues ? row.score(u) : 0.0f); });
+    write_taken(state, row, taken, task.out);
     if constexpr (Config::kSorted)
       sort_row_output<kThreads, Config::kSortSlots, Config::kValues>(task.out, task.scores, kK, sort_buffer);
   }
@@ -286,7 +416,7 @@ struct ShortRowAgent {
     // over rows keeps its counters in registers the 32-score rows need.)
     const long long r = blockIdx.x;
     if (r >= live_row_count(p, static_cast<long long>(p.rows))) return;
-    clear_words<kThreads>(&state.histogram[0][0], 2 * kCoarseBins);
+    clear_words_x4<kThreads, 2 * kCoarseBins>(&state.histogram[0][0]);
     __syncthreads();
     const RowTask task = select_row_task<Config>(p, r);
     count_route<Config::kRouteStats>(p.route_stats, task.len <= kK ? kRouteShort : kRouteExact);

@@ -105,5 +105,12 @@ template <int kThreads>
 SGTOPK_DEVICE void clear_words(u32* words, int count) {
   for (int i = threadIdx.x; i < count; i += kThreads) words[i] = 0u;
 }
+// The same four words a store: `words` 16-byte aligned, kCount a multiple of 4.
+template <int kThreads, int kCount>
+SGTOPK_DEVICE void clear_words_x4(u32* words) {
+  static_assert(kCount % 4 == 0, "whole 16-byte words");
+  uint4* quads = reinterpret_cast<uint4*>(words);
+  for (int i = threadIdx.x; i < kCount / 4; i += kThreads) quads[i] = uint4{0u, 0u, 0u, 0u};
+}
 
 }  // namespace sgtopk

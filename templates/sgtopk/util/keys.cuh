@@ -36,7 +36,8 @@ SGTOPK_DEVICE u32 coarse_key(float x) {
 // `magnitude + 0x7fff` says the magnitude is not zero, of `magnitude +
 // 0x03ff` that it is above inf's (NaN); `(x >> 15) * 0xffff` spreads such
 // bits over their lanes.
-SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
+// The pair's keys packed: a's in the low 16 bits, b's in the high 16.
+SGTOPK_DEVICE u32 coarse_key_pair_packed(float a, float b) {
   const u32 halves = hw::f16x2_bits(a, b);  // a in the low lane, b in the high one
   const u32 magnitude = halves & 0x7fff7fffu;
   const u32 negative_nonzero = halves & (magnitude + 0x7fff7fffu) & 0x80008000u;
@@ -44,8 +45,12 @@ SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
   const u32 invert = (negative_nonzero >> 15) * 0xffffu;
   const u32 zero = (nan >> 15) * 0xffffu;
   const u32 key16 = ((halves | 0x80008000u) ^ invert) & ~zero;
-  key_a = (key16 & 0xffffu) >> (16 - kCoarseBits);
-  key_b = key16 >> (32 - kCoarseBits);
+  return (key16 >> (16 - kCoarseBits)) & ((1u << kCoarseBits) - 1u) * 0x00010001u;
+}
+SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
+  const u32 packed = coarse_key_pair_packed(a, b);
+  key_a = packed & 0xffffu;
+  key_b = packed >> 16;
 }
 
 // The float an ordered key stands for (either zero for the key of 0).
