@@ -178,6 +178,7 @@ struct ShortRowAgent {
   static constexpr u32 kGatherMax = static_cast<u32>(kThreads) / 2u;
   static constexpr int kMemberDigitBits = 8;
   static constexpr u32 kMemberDigits = 1u << kMemberDigitBits;
+  static constexpr u32 kDirectRankCompares = 16u;
   static constexpr u32 kSelectedKey = 0x7fffu;  // below 0x8000: runs compare four keys at once
   static_assert(kCoarseBins < static_cast<int>(kSelectedKey), "a selected member's key is above every bin");
   static_assert(kGatherMax * 4u <= static_cast<u32>(kCoarseBins), "the members and their sorted copy fit the second histogram");
@@ -199,11 +200,15 @@ struct ShortRowAgent {
     int bits;
     bin_span(bin, low_key, bits);
     const int shift = bits > kMemberDigitBits ? bits - kMemberDigitBits : 0;
+    // A bin small enough that counting against every member costs a thread
+    // at most kDirectRankCompares compares (64 of a 4K row) skips the sort
+    // and its two barriers: one group, the whole bin.
+    const bool by_digit = count * count > kDirectRankCompares * static_cast<u32>(kThreads);
     __syncthreads();  // every thread's clear of the first histogram is done
     const auto add_member = [&](int u) {
       const u64 member = static_cast<u64>(ordered_key(row.score(u))) << 32 | ~Row::index(u);
       members[atomicAdd(next_slot, 1u)] = member;
-      atomicAdd(&digit_count[member_digit(member, low_key, shift)], 1u);
+      if (by_digit) atomicAdd(&digit_count[member_digit(member, low_key, shift)], 1u);
     };
     // Members are a few in a thousand: a run's four keys are compared at
     // once, and only runs holding one visit their slots (by a loop over its
@@ -222,6 +227,40 @@ struct ShortRowAgent {
       }
     }
     __syncthreads();
+    const u64* ranked = members;
+    if (by_digit) {
+      sort_members_by_digit(members, sorted, count, digit_count, digit_first, digit_next, low_key, shift);
+      ranked = sorted;
+    }
+    // kThreads / count (at least 2) threads count each member's group, each
+    // over a slice of it: a group of equal scores is as large as the bin.
+    const u32 helpers = static_cast<u32>(kThreads) / count;
+    if (threadIdx.x < helpers * count) {
+      const u32 i = threadIdx.x % count, part = threadIdx.x / count;
+      const u64 mine = ranked[i];
+      const u32 digit = by_digit ? member_digit(mine, low_key, shift) : 0u;
+      const u32 group = by_digit ? digit_first[digit] : 0u, size = by_digit ? digit_count[digit] : count;
+      const u32 slice = (size + helpers - 1u) / helpers;
+      const u32 begin = group + part * slice, end = group + min_of(size, part * slice + slice);
+      u32 above = 0u;
+      for (u32 j = begin; j < end; ++j) above += ranked[j] > mine ? 1u : 0u;
+      if (above != 0u) atomicAdd(&ranks[i], above);
+    }
+    __syncthreads();
+    unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
+    if (threadIdx.x < count) {
+      const u64 mine = ranked[threadIdx.x];
+      const u32 rank = (by_digit ? digit_first[member_digit(mine, low_key, shift)] : 0u) + ranks[threadIdx.x];
+      keys[~static_cast<u32>(mine)] = rank < take ? kSelectedKey : 0u;
+    }
+    __syncthreads();
+  }
+
+  // The counting sort of the gathered members by digit (their counts made
+  // by the gather): each group's first slot, then each member into its
+  // group. Barriers before (the caller's) and after.
+  static SGTOPK_DEVICE void sort_members_by_digit(const u64* members, u64* sorted, u32 count, const u32* digit_count,
+                                                  u32* digit_first, u32* digit_next, u32 low_key, int shift) {
     if (threadIdx.x < 32) {  // each group's first slot, the highest digit first
       constexpr u32 kPerLane = kMemberDigits / 32u;
       const u32 lane = threadIdx.x, top = kMemberDigits - kPerLane * lane;  // digits [top - kPerLane, top)
@@ -246,27 +285,6 @@ struct ShortRowAgent {
     if (threadIdx.x < count) {
       const u64 member = members[threadIdx.x];
       sorted[atomicAdd(&digit_next[member_digit(member, low_key, shift)], 1u)] = member;
-    }
-    __syncthreads();
-    // kThreads / count (at least 2) threads count each member's group, each
-    // over a slice of it: a group of equal scores is as large as the bin.
-    const u32 helpers = static_cast<u32>(kThreads) / count;
-    if (threadIdx.x < helpers * count) {
-      const u32 i = threadIdx.x % count, part = threadIdx.x / count;
-      const u64 mine = sorted[i];
-      const u32 digit = member_digit(mine, low_key, shift);
-      const u32 size = digit_count[digit], slice = (size + helpers - 1u) / helpers;
-      const u32 begin = digit_first[digit] + part * slice, end = digit_first[digit] + min_of(size, part * slice + slice);
-      u32 above = 0u;
-      for (u32 j = begin; j < end; ++j) above += sorted[j] > mine ? 1u : 0u;
-      if (above != 0u) atomicAdd(&ranks[i], above);
-    }
-    __syncthreads();
-    unsigned short* keys = reinterpret_cast<unsigned short*>(coarse_runs());
-    if (threadIdx.x < count) {
-      const u64 mine = sorted[threadIdx.x];
-      const u32 rank = digit_first[member_digit(mine, low_key, shift)] + ranks[threadIdx.x];
-      keys[~static_cast<u32>(mine)] = rank < take ? kSelectedKey : 0u;
     }
     __syncthreads();
   }
