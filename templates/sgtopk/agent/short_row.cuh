@@ -1,10 +1,11 @@
 // Short-row select (the paper's row-local mapping, section 5.5, for rows a
 // CTA holds in registers): one CTA per row, the row read once, a histogram
-// round over its coarse keys, then rounds over the boundary bin's
-// ordered-key offsets, 11 bits at a time (histograms in shared memory), until
-// the K-th key's group is either taken whole or is a single key, whose ties
-// go to the lower indices; the selected scores are written in row order. A
-// row with len <= K is copied.
+// round over its coarse keys; a small boundary bin is then ranked directly,
+// a wide one by rounds over its ordered-key offsets, 11 bits at a time
+// (histograms in shared memory), until the K-th key's group is either taken
+// whole or is a single key, whose ties go to the lower indices; each warp
+// writes its selected scores from its slot of one block scan. A row with
+// len <= K is copied.
 //
 // The including source defines `Config` with the plan's constants:
 //   kK, kThreads, kRegisterItems, kWidth, kPitch, kOutPitch, kValues, kSorted,
