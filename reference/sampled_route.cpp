@@ -86,8 +86,9 @@ SampledDecision decide_sampled_route(const float* row, int64_t len, int k, uint6
   d.stride = sample_stride(len, k, policy);
   d.block = view_block_for_rank(k, policy);
   d.seed = view_seed(row_id);
-  d.q0 = sample_rank(policy.primary_margin, k, d.stride);
-  d.q1 = sample_rank(policy.secondary_margin, k, d.stride);
+  const detail::SampleRanks ranks = sample_ranks(k, d.stride, policy);
+  d.q0 = ranks.q0;
+  d.q1 = ranks.q1;
   if (len <= k) {
     d.route = SampledDecision::kShort;
     return d;

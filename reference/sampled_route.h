@@ -19,6 +19,7 @@ namespace sgtopk::reference {
 // reference decides routes with the very functions that specialize the kernel.
 using detail::fine_proposal_trigger;
 using detail::sample_rank;
+using detail::sample_ranks;
 using detail::sample_stride;
 using detail::SelectSampledPolicy;
 using detail::stride_for_rank;
@@ -41,7 +42,7 @@ struct SampledDecision {
   int stride = 0;              // s
   int block = 1;               // b (view_block_for_rank)
   uint32_t seed = 0;           // view_seed(row_id): the view's block phases
-  int64_t q0 = 0, q1 = 0;      // sample ranks of primary_margin, secondary_margin
+  int64_t q0 = 0, q1 = 0;      // sample ranks (sample_ranks: the margins, the confidence)
   int64_t view_size = 0;       // #{j : view_position(j) < len}
   uint32_t primary_bin = 0;    // tau0 (0 when not computed: kShort, kNoView)
   uint32_t secondary_bin = 0;  // tau1 <= tau0 (likewise)

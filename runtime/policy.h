@@ -43,7 +43,14 @@
     "scores per thread kept in registers: rows with width <= register_block_threads *\n" \
     "items_per_thread use the register-resident short-row body") \
   X(INT, frontier_shared_capacity, 4096, (256, 16384), \
-    "frontier entries kept in shared memory") \
+    "frontier entries kept in shared memory (at least; see frontier_shared_per_k)") \
+  X(REAL, frontier_shared_per_k, 2.0, (0.0, 8.0), \
+    "0: off; else a plan's shared frontier holds per_k x K entries (rounded up to 256) when\n" \
+    "that is more than frontier_shared_capacity, up to frontier_shared_limit: K = 4096 on\n" \
+    "iid rows admits 8 K candidates (docs/decisions/2026-12-04-k-sweep-ranks-and-frontier.md)") \
+  X(INT, frontier_shared_limit, 8192, (256, 16384), \
+    "most frontier entries frontier_shared_per_k gives a plan (8192: two 512-thread CTAs\n" \
+    "of the sampled and direct families still fit an SM)") \
   X(INT, frontier_global_capacity, 16384, (0, int64_t{1} << 24), \
     "frontier entries per worker CTA in its global workspace slice; a larger frontier\n" \
     "is refined by re-reading the row instead") \
@@ -140,6 +147,11 @@
     "density 1/s; paper: 1). Blocks of 16 at stride 32 (the default): half the DRAM sectors\n" \
     "of stride 128 for 4x its samples, enough that correlated neighbours do not underfill\n" \
     "(measured 10% faster than the paper's view, docs/decisions/2026-11-30-sampled-blocked-view.md)") \
+  X(REAL, primary_confidence, 3.0, (0.0, 16.0), \
+    "0: off; else z: the primary sample rank is at least ceil(K/s + z * sqrt(K/s)) (the\n" \
+    "secondary rises by as much), so that the count at or above it underfills K with about\n" \
+    "the same small odds at every K: rho0 = 1.5 alone is z = 1.4 at K = 256, s = 32 (10% of\n" \
+    "iid rows underfilled) and z = 4 at K = 2048 (docs/decisions/2026-12-04-k-sweep-ranks-and-frontier.md)") \
   X(INT, min_sample_rank, 0, (0, 4096), \
     "0: off; else both strides shrink (at plan time, from K) until the primary sample rank\n" \
     "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)") \

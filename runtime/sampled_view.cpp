@@ -8,15 +8,15 @@ namespace sgtopk::detail {
 int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy) {
   if (policy.min_sample_rank <= 0) return stride;
   int s = stride;
-  while (s > 1 && sample_rank(policy.primary_margin, k, s) < policy.min_sample_rank) --s;
+  while (s > 1 && sample_ranks(k, s, policy).q0 < policy.min_sample_rank) --s;
   return s;
 }
 
 int view_block_for_rank(int k, const SelectSampledPolicy& policy) {
   int block = policy.view_block;
   if (policy.min_view_blocks <= 0) return block;
-  const int64_t q0 = std::min(sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_wide, k, policy)),
-                              sample_rank(policy.primary_margin, k, stride_for_rank(policy.stride_narrow, k, policy)));
+  const int64_t q0 = std::min(sample_ranks(k, stride_for_rank(policy.stride_wide, k, policy), policy).q0,
+                              sample_ranks(k, stride_for_rank(policy.stride_narrow, k, policy), policy).q0);
   while (block > 1 && q0 < int64_t{policy.min_view_blocks} * block) block /= 2;
   return block;
 }
@@ -59,6 +59,22 @@ int64_t sample_rank(double margin, int k, int stride) {
   const long double nearest = std::nearbyint(q);
   if (std::fabs(q - nearest) <= 1e-12L * std::max(1.0L, std::fabs(q))) return static_cast<int64_t>(nearest);
   return static_cast<int64_t>(std::ceil(q));
+}
+
+SampleRanks sample_ranks(int k, int stride, const SelectSampledPolicy& policy) {
+  SampleRanks r;
+  r.q0 = sample_rank(policy.primary_margin, k, stride);
+  r.q1 = sample_rank(policy.secondary_margin, k, stride);
+  if (policy.primary_confidence > 0.0 && k > 0 && stride > 0) {
+    const long double expected = static_cast<long double>(k) / stride;
+    const long double wanted = expected + static_cast<long double>(policy.primary_confidence) * std::sqrt(expected);
+    const int64_t q0 = static_cast<int64_t>(std::ceil(wanted - 1e-12L * wanted));
+    if (q0 > r.q0) {
+      r.q1 += q0 - r.q0;
+      r.q0 = q0;
+    }
+  }
+  return r;
 }
 
 int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy) {

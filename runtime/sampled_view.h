@@ -12,10 +12,22 @@ namespace sgtopk::detail {
 
 // The stride a plan uses in place of `stride` for rank k: unchanged unless
 // policy.min_sample_rank > 0, then the largest s <= stride whose primary rank
-// ceil(primary_margin * k / s) reaches min_sample_rank (at least 1). Small K
+// (sample_ranks) reaches min_sample_rank (at least 1). Small K
 // would otherwise propose from a handful of samples (K = 256 at s = 128:
 // q0 = 3) and recover often.
 int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy);
+
+// The primary and secondary sample ranks a plan proposes at for rank k and
+// view stride s: q = sample_rank(margin, k, s), the primary raised to
+// ceil(k/s + z * sqrt(k/s)) when policy.primary_confidence = z > 0 asks for
+// more, and the secondary raised by as much (so q1 >= q0 stays). The count
+// of scores at or above the q0-th sample is about s x Gamma(q0): k/s + z
+// sqrt(k/s) samples leave about z standard deviations above K, where a
+// fixed margin leaves 1.4 at K = 256 (s = 32) and 4 at K = 2048.
+struct SampleRanks {
+  int64_t q0 = 0, q1 = 0;
+};
+SampleRanks sample_ranks(int k, int stride, const SelectSampledPolicy& policy);
 
 // The view block b a plan uses for rank k: policy.view_block, halved while
 // b > 1 and the primary rank q0 (the smaller of the two stride classes')

@@ -1,6 +1,7 @@
 #include "runtime/families/select_common.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/error.h"
 #include "runtime/sampled_view.h"
@@ -36,24 +37,34 @@ int64_t next_pow2(int64_t n) { return int64_t{1} << ceil_log2(std::max<int64_t>(
 
 int sort_slots(const Problem& p) { return p.sorted ? static_cast<int>(next_pow2(p.k)) : 1; }
 
+int frontier_shared_entries(int k, const Policy& policy) {
+  const SelectDirectPolicy& d = policy.direct;
+  const int64_t per_k = static_cast<int64_t>(std::ceil(d.frontier_shared_per_k * static_cast<double>(k) / 256.0)) * 256;
+  const int64_t raised = std::min<int64_t>(per_k, d.frontier_shared_limit);
+  return static_cast<int>(std::max<int64_t>(d.frontier_shared_capacity, raised));
+}
+
 // A plan whose block cannot get its shared memory on the target is the
 // caller's error (a policy or a K too large for that GPU): say so at compile
 // time, not as a failed cuFuncSetAttribute at load.
 void check_shared_memory(const Problem& p, const Policy& policy, const Target& target, unsigned bytes) {
   const unsigned limit = max_dynamic_shared_bytes(target.arch);
   if (limit == 0u || bytes <= limit) return;
-  const bool sort_buffer = sgtopk::sort_buffer_bytes(p.sorted, sort_slots(p)) >
-                           sgtopk::frontier_shared_bytes(policy.direct.frontier_shared_capacity);
+  const int frontier = frontier_shared_entries(p.k, policy);
+  const bool sort_buffer = sgtopk::sort_buffer_bytes(p.sorted, sort_slots(p)) > sgtopk::frontier_shared_bytes(frontier);
   invalid_argument("the plan needs " + std::to_string(bytes) + " bytes of shared memory per block but " + target.arch +
                    " allows at most " + std::to_string(limit) + ": " +
                    (sort_buffer ? "the sorted option at K=" + std::to_string(p.k) +
                                       " needs a sort buffer of next_pow2(K) x 8 bytes (use a smaller K, or sort outside)"
-                                : "lower select.direct.frontier_shared_capacity (now " +
-                                      std::to_string(policy.direct.frontier_shared_capacity) + ")"));
+                                : frontier > policy.direct.frontier_shared_capacity
+                                      ? "lower select.direct.frontier_shared_limit or frontier_shared_per_k (the frontier "
+                                        "holds " + std::to_string(frontier) + " entries at K=" + std::to_string(p.k) + ")"
+                                      : "lower select.direct.frontier_shared_capacity (now " +
+                                            std::to_string(policy.direct.frontier_shared_capacity) + ")"));
 }
 
 unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words) {
-  return sgtopk::select_shared_bytes(policy.direct.frontier_shared_capacity, p.sorted, sort_slots(p), floor_marks_words);
+  return sgtopk::select_shared_bytes(frontier_shared_entries(p.k, policy), p.sorted, sort_slots(p), floor_marks_words);
 }
 
 unsigned max_dynamic_shared_bytes(const std::string& arch) {
@@ -71,6 +82,7 @@ unsigned max_dynamic_shared_bytes(const std::string& arch) {
 KernelConfig select_body_config(const Problem& p, const Policy& policy, const SelectBody& body) {
   const SelectDirectPolicy& d = policy.direct;
   const int threads = body.threads, loads = body.loads_in_flight, mark_words = body.floor_mark_words;
+  const int frontier = frontier_shared_entries(p.k, policy);
   KernelConfig c;
   c.integer("kK", p.k)
       .integer("kThreads", threads)
@@ -93,11 +105,11 @@ KernelConfig select_body_config(const Problem& p, const Policy& policy, const Se
       .flag("kHistogramBackward", d.histogram_backward)
       .flag("kVectorLoads", d.vector_bytes == 16)
       .integer("kIndexBits", std::max(1, ceil_log2(p.width)))
-      .integer("kFrontierSharedCapacity", d.frontier_shared_capacity)
+      .integer("kFrontierSharedCapacity", frontier)
       .integer("kFrontierGlobalCapacity", d.frontier_global_capacity)
       .integer("kSortSlots", sort_slots(p))
       .integer("kSmallGroup",
-               std::min({body.small_group, threads, d.frontier_shared_capacity + d.frontier_global_capacity}))
+               std::min({body.small_group, threads, frontier + d.frontier_global_capacity}))
       .integer("kFloorMarkWords", mark_words)
       .integer("kSparseVectors", mark_words > 0 ? d.sparse_vectors : 0)
       .flag("kGatherMarked", mark_words > 0 && d.gather_marked)
@@ -126,10 +138,10 @@ void set_view_config(KernelConfig& config, const Problem& p, const SelectSampled
       .integer("kStrideWide", wide)
       .integer("kStrideNarrow", narrow)
       .wide("kWideRowThreshold", sp.wide_row_threshold)
-      .integer("kQ0Wide", sample_rank(sp.primary_margin, p.k, wide))
-      .integer("kQ1Wide", sample_rank(sp.secondary_margin, p.k, wide))
-      .integer("kQ0Narrow", sample_rank(sp.primary_margin, p.k, narrow))
-      .integer("kQ1Narrow", sample_rank(sp.secondary_margin, p.k, narrow))
+      .integer("kQ0Wide", sample_ranks(p.k, wide, sp).q0)
+      .integer("kQ1Wide", sample_ranks(p.k, wide, sp).q1)
+      .integer("kQ0Narrow", sample_ranks(p.k, narrow, sp).q0)
+      .integer("kQ1Narrow", sample_ranks(p.k, narrow, sp).q1)
       .integer("kFineTriggerWide", fine_proposal_trigger(p.k, wide, sp))
       .integer("kFineTriggerNarrow", fine_proposal_trigger(p.k, narrow, sp));
 }

@@ -24,6 +24,11 @@ int64_t next_pow2(int64_t n);
 // The slots of the sorted option's buffer: next_pow2(K) (1 when unsorted).
 int sort_slots(const Problem& p);
 
+// Entries of a plan's shared frontier (kFrontierSharedCapacity):
+// select.direct.frontier_shared_capacity, or frontier_shared_per_k x K
+// rounded up to 256 when larger, up to frontier_shared_limit.
+int frontier_shared_entries(int k, const Policy& policy);
+
 // Dynamic shared memory of a select block (templates/sgtopk/abi.h), with
 // `floor_marks_words` of the direct family's marks.
 unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words = 0);

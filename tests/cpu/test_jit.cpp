@@ -35,6 +35,7 @@
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/plan.h"
 #include "runtime/policy.h"
+#include "runtime/families/select_common.h"
 #include "runtime/problem.h"
 #include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
@@ -467,6 +468,7 @@ TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
   policy.sampled.stride_wide = 128;  // the paper's strides, so that the two differ
   policy.sampled.stride_narrow = 64;
   policy.sampled.min_sample_rank = 16;
+  policy.sampled.primary_confidence = 0.0;  // the margin's ranks alone
   // K = 256: both strides shrink to 25, where q0 = ceil(1.5 * 256 / 25) = 16.
   const std::string small_k = plan_for(256, 262144, 0, "sm_90", policy, "sampled", 4096).parameters_text();
   for (const char* line : {"kStrideWide=25\n", "kStrideNarrow=25\n", "kQ0Wide=16\n", "kQ1Wide=18\n"})
@@ -478,9 +480,40 @@ TEST(JitPlanner, MinSampleRankFixesSmallerStridesForSmallK) {
 }
 
 TEST(JitPlanner, SmallKGetsSmallerViewBlocks) {
-  // q0 = ceil(1.5 * 256 / 32) = 12 spans at least min_view_blocks = 4 blocks of 2.
+  // q0 = ceil(8 + 3 sqrt(8)) = 17 (the confidence) spans at least
+  // min_view_blocks = 4 blocks of 4; the margin's 12 alone, 4 blocks of 2.
   const std::string text = plan_for(256, 262144, 0, "sm_90", Policy::defaults(), "sampled", 4096).parameters_text();
-  EXPECT_TRUE(contains(text, "kViewBlock=2\n")) << text;
+  for (const char* line : {"kViewBlock=4\n", "kQ0Wide=17\n", "kQ1Wide=19\n"})
+    EXPECT_TRUE(contains(text, line)) << line << "not in:\n" << text;
+  Policy margins = Policy::defaults();
+  margins.sampled.primary_confidence = 0.0;
+  const std::string paper = plan_for(256, 262144, 0, "sm_90", margins, "sampled", 4096).parameters_text();
+  EXPECT_TRUE(contains(paper, "kViewBlock=2\n")) << paper;
+}
+
+TEST(JitPlanner, SharedFrontierGrowsWithK) {
+  // frontier_shared_per_k = 2: 2 x K entries when above frontier_shared_capacity
+  // (4096), up to frontier_shared_limit (8192).
+  const Policy d = Policy::defaults();
+  EXPECT_EQ(frontier_shared_entries(1024, d), 4096);
+  EXPECT_EQ(frontier_shared_entries(2048, d), 4096);
+  EXPECT_EQ(frontier_shared_entries(3000, d), 6144);  // 6000 rounded up to 256
+  EXPECT_EQ(frontier_shared_entries(4096, d), 8192);
+  EXPECT_EQ(frontier_shared_entries(8192, d), 8192);
+  Policy off = d;
+  off.direct.frontier_shared_per_k = 0.0;
+  EXPECT_EQ(frontier_shared_entries(8192, off), 4096);
+  Policy big = d;
+  big.direct.frontier_shared_capacity = 16384;  // the capacity is a floor, the limit caps only the rise
+  EXPECT_EQ(frontier_shared_entries(8192, big), 16384);
+  for (const char* family : {"sampled", "direct_exact"}) {
+    const Plan k4096 = plan_for(4096, 262144, 0, "sm_90", d, family, 4096);
+    EXPECT_TRUE(contains(k4096.parameters_text(), "kFrontierSharedCapacity=8192\n")) << family << k4096.parameters_text();
+    const Plan k2048 = plan_for(2048, 262144, 0, "sm_90", d, family, 4096);
+    EXPECT_TRUE(contains(k2048.parameters_text(), "kFrontierSharedCapacity=4096\n")) << family << k2048.parameters_text();
+    // The block's shared memory is sized for the larger frontier: 8 bytes an entry more.
+    EXPECT_EQ(k4096.dynamic_smem_bytes, k2048.dynamic_smem_bytes + 4096u * 8u) << family;
+  }
 }
 
 TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
@@ -863,8 +896,10 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
       {"vector_bytes=4", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.vector_bytes = 4; }))},
       {"frontier_global_capacity=0",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
-      {"frontier_shared_capacity=2048",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 2048; }))},
+      {"frontier_shared_capacity=8192",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 8192; }))},
+      {"primary_confidence=0", plan_for(1024, 100000, 0, "sm_90",
+                                        with_policy([](Policy& p) { p.sampled.primary_confidence = 0.0; }), "sampled")},
       {"block_threads=256",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.split.block_threads = 256; }))},
       {"line_info", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.compile.line_info = true; }))},

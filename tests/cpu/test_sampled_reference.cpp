@@ -30,6 +30,7 @@ SelectSampledPolicy policy_with(int stride, double primary_margin = 1.5, double 
   p.primary_margin = primary_margin;
   p.secondary_margin = secondary_margin;
   p.fine_proposal_excess = 0.0;  // the paper's proposal by coarse bins (the FineProposal tests cover the rest)
+  p.primary_confidence = 0.0;    // the paper's ranks, margin x K / s (SampleRanks tests cover the rest)
   return p;
 }
 
@@ -57,6 +58,7 @@ SelectSampledPolicy paper_strides() {
   p.stride_wide = 128;
   p.stride_narrow = 64;
   p.view_block = 1;
+  p.primary_confidence = 0.0;
   return p;
 }
 
@@ -89,8 +91,42 @@ TEST(SampledReference, MinSampleRankShrinksTheStrideForSmallK) {
   EXPECT_EQ(decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 256, 0, p).stride, 25);
 }
 
+TEST(SampledReference, SampleRanksRiseToTheConfidenceAtSmallK) {
+  const SelectSampledPolicy p;  // rho0 = 1.5, rho1 = 1.75, z = 3
+  // K / s = 8: ceil(8 + 3 sqrt(8)) = ceil(16.49) = 17 > ceil(1.5 x 8) = 12;
+  // the secondary rises by as much, 14 -> 19.
+  EXPECT_EQ(sample_ranks(256, 32, p).q0, 17);
+  EXPECT_EQ(sample_ranks(256, 32, p).q1, 19);
+  EXPECT_EQ(sample_ranks(512, 32, p).q0, 28);  // 16 + 12
+  EXPECT_EQ(sample_ranks(512, 32, p).q1, 32);
+  EXPECT_EQ(sample_ranks(1024, 32, p).q0, 49);  // 32 + 16.97 > 48
+  // K = 2048: the margin's 96 is above 64 + 24: unchanged, as at larger K.
+  EXPECT_EQ(sample_ranks(2048, 32, p).q0, 96);
+  EXPECT_EQ(sample_ranks(2048, 32, p).q1, 112);
+  EXPECT_EQ(sample_ranks(8192, 32, p).q0, 384);
+  // An integer target is not bumped: K / s = 16, z = 2 gives exactly 24.
+  SelectSampledPolicy two = p;
+  two.primary_confidence = 2.0;
+  two.primary_margin = 1.0;
+  two.secondary_margin = 1.0;
+  EXPECT_EQ(sample_ranks(512, 32, two).q0, 24);
+  EXPECT_EQ(sample_ranks(512, 32, two).q1, 24);
+  // Off: the margins alone.
+  SelectSampledPolicy off = p;
+  off.primary_confidence = 0.0;
+  EXPECT_EQ(sample_ranks(256, 32, off).q0, 12);
+  EXPECT_EQ(sample_ranks(256, 32, off).q1, 14);
+  EXPECT_EQ(sample_ranks(0, 32, p).q0, 0);
+  // The decision records the raised ranks.
+  std::vector<float> row(300000, 1.0f);
+  const auto d = decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 256, 0, p);
+  EXPECT_EQ(d.q0, 17);
+  EXPECT_EQ(d.q1, 19);
+}
+
 TEST(SampledReference, ViewBlockShrinksUntilTheRankSpansMinViewBlocks) {
-  const SelectSampledPolicy p;  // defaults: blocks of 16 at stride 32, q0 >= 4 blocks
+  SelectSampledPolicy p;  // defaults: blocks of 16 at stride 32, q0 >= 4 blocks
+  p.primary_confidence = 0.0;
   // q0 = ceil(1.5 * K / 32): 192, 96, 48, 24, 12, 1.
   EXPECT_EQ(view_block_for_rank(4096, p), 16);
   EXPECT_EQ(view_block_for_rank(2048, p), 16);  // 96 >= 4 * 16
@@ -98,6 +134,8 @@ TEST(SampledReference, ViewBlockShrinksUntilTheRankSpansMinViewBlocks) {
   EXPECT_EQ(view_block_for_rank(512, p), 4);
   EXPECT_EQ(view_block_for_rank(256, p), 2);
   EXPECT_EQ(view_block_for_rank(1, p), 1);
+  // With the default confidence, K = 256 proposes at q0 = 17: blocks of 4.
+  EXPECT_EQ(view_block_for_rank(256, SelectSampledPolicy{}), 4);
   SelectSampledPolicy off = p;
   off.min_view_blocks = 0;
   EXPECT_EQ(view_block_for_rank(256, off), 16);

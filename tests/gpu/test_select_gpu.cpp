@@ -21,6 +21,7 @@
 #include "runtime/problem.h"
 #include "runtime/target.h"
 #include "runtime/policy.h"
+#include "runtime/families/select_common.h"
 #include "reference/sampled_route.h"
 #include "runtime/sampled_view.h"
 #include "support/test_support.h"
@@ -160,10 +161,10 @@ std::string check(const Case& c, const Inputs& in, const DeviceSet& d, int64_t p
 // Whether a cluster's CTA would hold more candidates x >= low of its segment
 // than its frontier store: the cluster then takes the exact route
 // (agent/cluster.cuh's certify; segments as its segment_width cuts them).
-bool cluster_store_overflows(const Policy& policy, const float* row, int64_t len, float low) {
+bool cluster_store_overflows(const Policy& policy, int k, const float* row, int64_t len, float low) {
   const int64_t ctas = policy.cluster.cluster_size;
   const int64_t width = ((len + ctas - 1) / ctas + 63) / 64 * 64;
-  const int64_t capacity = int64_t{policy.direct.frontier_shared_capacity} + policy.direct.frontier_global_capacity;
+  const int64_t capacity = int64_t{frontier_shared_entries(k, policy)} + policy.direct.frontier_global_capacity;
   for (int64_t begin = 0; begin < len; begin += width) {
     int64_t stored = 0;
     for (int64_t i = begin; i < std::min(len, begin + width); ++i) stored += row[i] >= low ? 1 : 0;
@@ -196,7 +197,7 @@ std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int6
       ++stats[SGTOPK_ROUTE_EXACT];
       continue;
     }
-    if (cluster && d.route == reference::SampledDecision::kPrimary && cluster_store_overflows(policy, row, len, d.primary_low)) {
+    if (cluster && d.route == reference::SampledDecision::kPrimary && cluster_store_overflows(policy, c.k, row, len, d.primary_low)) {
       ++stats[SGTOPK_ROUTE_EXACT];
       continue;
     }
@@ -375,7 +376,7 @@ std::vector<Case> cases() {
     c.rows = 44;
     c.width = std::string(body) == "short" ? 12000 : 90000;
     c.flags = SGTOPK_VALUES;
-    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n";
+    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\nfrontier_global_capacity = 0\n";
     c.family = "direct_exact";  // the planner gives rows this short to short_row
     out.push_back(c);
   }
@@ -571,7 +572,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike};
     c.flags = SGTOPK_ROUTE_STATS;
-    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.6\n";
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.6\nprimary_confidence = 0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
     out.push_back(c);
   }
@@ -584,7 +585,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_SORTED;
-    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n";
+    c.policy = "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\nprimary_confidence = 0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
     out.push_back(c);
   }
@@ -604,7 +605,7 @@ std::vector<Case> sampled_cases() {
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_STARTS | SGTOPK_VALUES;
     c.policy = "[select.sampled]\nview_block = " + std::to_string(block) + "\n";
     if (block == 1) c.policy += "stride_wide = 128\nstride_narrow = 64\n";
-    if (block == 32) c.policy += "primary_margin = 1.0\nsecondary_margin = 1.6\n";
+    if (block == 32) c.policy += "primary_margin = 1.0\nsecondary_margin = 1.6\nprimary_confidence = 0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     if (block == 32) c.expect_routes.push_back(SGTOPK_ROUTE_BAND);
     out.push_back(c);
@@ -616,7 +617,7 @@ std::vector<Case> sampled_cases() {
     c.rows = 200;
     c.width = 100000;
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
-    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 1024\n";
+    c.policy = "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\nfrontier_global_capacity = 1024\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
@@ -630,9 +631,35 @@ std::vector<Case> sampled_cases() {
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
     c.policy =
-        "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.6\n"
-        "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n";
+        "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.6\nprimary_confidence = 0\n"
+        "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\nfrontier_global_capacity = 0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
+    out.push_back(c);
+  }
+  {  // K = 4096: the shared frontier grows to 2 x K = 8192 entries (frontier_shared_per_k),
+     // which the candidates of iid rows nearly fill.
+    Case c;
+    c.name = "sampled_k4096_grown_frontier";
+    c.family = "sampled";
+    c.k = 4096;
+    c.rows = 64;
+    c.width = 300000;
+    c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kBoundaryTies};
+    c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
+    out.push_back(c);
+  }
+  {  // K = 256 at the default confidence (q0 = 17, blocks of 4): the reference's
+     // ranks are the kernel's, so the route counts agree row by row.
+    Case c;
+    c.name = "sampled_k256_confidence";
+    c.family = "sampled";
+    c.k = 256;
+    c.rows = 300;
+    c.width = 200000;
+    c.families = {RowFamily::kIndexerLike, RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kBoundaryTies};
+    c.flags = SGTOPK_ROUTE_STATS;
+    c.expect_routes = {SGTOPK_ROUTE_PRIMARY};
     out.push_back(c);
   }
   {  // One worker per SM, small blocks, live_rows: the row counter path.
@@ -698,7 +725,7 @@ std::vector<Case> sampled_cases() {
     c.lengths = false;
     c.families = {RowFamily::kUniform, RowFamily::kGaussian, RowFamily::kIndexerLike, RowFamily::kAllEqual};
     c.flags = SGTOPK_ROUTE_STATS | SGTOPK_VALUES;
-    c.policy = "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\n";
+    c.policy = "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\nprimary_confidence = 0\n";
     c.expect_routes = {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND};
     out.push_back(c);
   }
@@ -751,12 +778,12 @@ std::vector<Case> split_cases() {
   };
   few_long("defeaters_1m", 4, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
   few_long("defeaters_wide", 16, 262144, "", {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
-  few_long("band", 16, 262144, "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\n",
+  few_long("band", 16, 262144, "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\nprimary_confidence = 0\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND});
-  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n",
+  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\nprimary_confidence = 0\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT});
   few_long("record_overflow", 8, 262144, "[select.split]\ncandidate_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
-  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
+  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\n", {SGTOPK_ROUTE_PRIMARY});
   few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
   out.back().k = 8192;
   out.back().flags |= SGTOPK_SORTED;
@@ -794,12 +821,12 @@ std::vector<Case> cluster_cases() {
   few_long("wide", 16, 262144, "");
   few_long("pairs", 16, 262144, "[select.cluster]\ncluster_size = 2\n");
   few_long("fours_512_threads", 16, 100000, "[select.cluster]\ncluster_size = 4\nblock_threads = 512\nloads_in_flight = 2\n");
-  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\n").expect_routes = {
+  few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\nprimary_confidence = 0\n").expect_routes = {
       SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT};
   // Candidates past a CTA's store: the exact route.
-  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 64\n")
+  few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\nfrontier_global_capacity = 64\n")
       .expect_routes = {SGTOPK_ROUTE_EXACT};
-  few_long("rows_reread", 8, 131072, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_global_capacity = 0\n")
+  few_long("rows_reread", 8, 131072, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\nfrontier_global_capacity = 0\n")
       .expect_routes = {SGTOPK_ROUTE_EXACT};
   few_long("sorted_k8192", 2, 1 << 20, "").k = 8192;
   out.back().flags |= SGTOPK_SORTED;
