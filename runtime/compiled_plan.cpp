@@ -88,7 +88,9 @@ std::string describe_plan(const CompiledPlan& c) {
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
     << "on disk:   " << (c.on_disk ? "yes" : "no (the disk cache is off or read-only, or the store failed)") << "\n"
     << "compile:   " << c.compile_ms << " ms" << (c.kernel ? ", load " + std::to_string(c.kernel->load_ms) + " ms" : "") << "\n"
-    << "constants:\n";
+    ;
+  for (const std::string& line : p.derived) s << "derived:   " << line << "\n";
+  s << "constants:\n";
   for (const auto& [name, value] : p.config.entries())
     s << "  " << name << " = " << KernelConfig::value_text(value) << "\n";
   s << "policy:\n" << p.policy.to_toml();

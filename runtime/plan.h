@@ -23,6 +23,9 @@ struct Plan {
   std::string agent;        // the agent type in it, instantiated with the Config
   std::string entry;        // extern "C" kernel name
   std::string reason;       // why the planner chose the family, in policy keys (or "forced")
+  // Policy values the problem changed on their way into the constants (a
+  // sample rank K raised, a frontier K grew), each with the keys that did it.
+  std::vector<std::string> derived;
   // The specialization constants, in order; they become the generated Config.
   KernelConfig config;
   unsigned grid = 0, block = 0;

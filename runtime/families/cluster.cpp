@@ -37,6 +37,8 @@ void plan_cluster(Plan& plan, const Problem& p, const Policy& policy, const Targ
       .integer("kClusterSize", cp.cluster_size)
       .integer("kSegmentAlign", 64);
   set_view_config(plan.config, p, split_view_policy(policy));
+  plan.derived.push_back(describe_view(p.k, split_view_policy(policy)));
+  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
 }
 

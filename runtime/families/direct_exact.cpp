@@ -49,6 +49,7 @@ void plan_direct_exact(Plan& plan, const Problem& p, const Policy& policy, const
   plan.config = select_body_config(
       p, policy, SelectBody{threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
+  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
 }
 
 }  // namespace sgtopk::detail

@@ -13,6 +13,8 @@ void plan_sampled(Plan& plan, const Problem& p, const Policy& policy, const Targ
   // No register rows and no floor marks in the recovery.
   plan.config = select_body_config(p, policy, SelectBody{sp.block_threads, sp.loads_in_flight, sp.small_group});
   set_view_config(plan.config, p, sp);
+  plan.derived.push_back(describe_view(p.k, sp));
+  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
   // The row counters, then the slices.
   plan.workspace_bytes = sgtopk::kRowClaimsBytes + frontier_slices_bytes(policy, plan.grid);
 }

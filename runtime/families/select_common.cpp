@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "runtime/error.h"
 #include "runtime/sampled_view.h"
@@ -61,6 +62,33 @@ void check_shared_memory(const Problem& p, const Policy& policy, const Target& t
                                         "holds " + std::to_string(frontier) + " entries at K=" + std::to_string(p.k) + ")"
                                       : "lower select.direct.frontier_shared_capacity (now " +
                                             std::to_string(policy.direct.frontier_shared_capacity) + ")"));
+}
+
+std::string describe_view(int k, const SelectSampledPolicy& sp) {
+  std::ostringstream s;
+  const int wide = stride_for_rank(sp.stride_wide, k, sp), narrow = stride_for_rank(sp.stride_narrow, k, sp);
+  s << "view stride " << wide;
+  if (narrow != wide) s << " (rows narrower than " << sp.wide_row_threshold << ": " << narrow << ")";
+  if (wide != sp.stride_wide || narrow != sp.stride_narrow) s << " [select.sampled.min_sample_rank " << sp.min_sample_rank << "]";
+  const int block = view_block_for_rank(k, sp);
+  s << ", blocks of " << block;
+  if (block != sp.view_block) s << " [select.sampled.view_block " << sp.view_block << " halved for min_view_blocks " << sp.min_view_blocks << "]";
+  const SampleRanks ranks = sample_ranks(k, wide, sp);
+  s << ", sample ranks q0 " << ranks.q0 << " / q1 " << ranks.q1;
+  const int64_t margin_q0 = sample_rank(sp.primary_margin, k, wide), margin_q1 = sample_rank(sp.secondary_margin, k, wide);
+  if (ranks.q0 != margin_q0)
+    s << " [select.sampled.primary_confidence " << sp.primary_confidence << " raised the margins' " << margin_q0 << " / " << margin_q1 << "]";
+  return s.str();
+}
+
+std::string describe_frontier(int k, const Policy& policy) {
+  const int entries = frontier_shared_entries(k, policy);
+  if (entries == policy.direct.frontier_shared_capacity) return "";
+  std::ostringstream s;
+  s << "frontier " << entries << " shared entries [select.direct.frontier_shared_per_k " << policy.direct.frontier_shared_per_k
+    << " x K, up to frontier_shared_limit " << policy.direct.frontier_shared_limit << "; frontier_shared_capacity "
+    << policy.direct.frontier_shared_capacity << "]";
+  return s.str();
 }
 
 unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words) {

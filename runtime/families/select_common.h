@@ -29,6 +29,12 @@ int sort_slots(const Problem& p);
 // rounded up to 256 when larger, up to frontier_shared_limit.
 int frontier_shared_entries(int k, const Policy& policy);
 
+// `sgtopk plan`'s account of the view constants for rank K (Plan::derived):
+// stride, block and sample ranks, and which keys moved them from the policy.
+std::string describe_view(int k, const SelectSampledPolicy& sp);
+// The same for the shared frontier; empty when it is frontier_shared_capacity.
+std::string describe_frontier(int k, const Policy& policy);
+
 // Dynamic shared memory of a select block (templates/sgtopk/abi.h), with
 // `floor_marks_words` of the direct family's marks.
 unsigned select_smem_bytes(const Problem& p, const Policy& policy, int floor_marks_words = 0);

@@ -36,6 +36,8 @@ void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   plan.config = select_body_config(p, policy, SelectBody{sp.block_threads, sp.loads_in_flight, policy.sampled.small_group});
   set_view_config(plan.config, p, split_view_policy(policy));
+  plan.derived.push_back(describe_view(p.k, split_view_policy(policy)));
+  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
   plan.config.integer("kSegments", segments)
       .wide("kMinSegmentWidth", sp.min_segment_width)
       .integer("kCandidateCapacity", sp.candidate_capacity)

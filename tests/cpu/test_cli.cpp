@@ -209,6 +209,24 @@ class CliTest : public ::testing::Test {
 
 // ------------------------------------------------------------------ plan ----
 
+TEST_F(CliTest, PlanSaysHowKChangedTheViewAndTheFrontier) {
+  // K = 256: the confidence raises the ranks, and the view's blocks halve for them.
+  const CliResult small = run("plan --k 256 --rows 4096 --width 262144 --arch sm_90 --family sampled");
+  ASSERT_EQ(small.exit_code, 0) << small.show();
+  EXPECT_TRUE(contains(small.out, "derived:   view stride 32, blocks of 4 [select.sampled.view_block 16 halved for "
+                                  "min_view_blocks 4], sample ranks q0 17 / q1 19 [select.sampled.primary_confidence 3 "
+                                  "raised the margins' 12 / 14]\n"))
+      << small.show();
+  EXPECT_FALSE(contains(small.out, "derived:   frontier")) << small.show();
+  // K = 4096: the margins stand; the shared frontier grows to 2 x K.
+  const CliResult large = run("plan --k 4096 --rows 4096 --width 262144 --arch sm_90 --family direct_exact");
+  ASSERT_EQ(large.exit_code, 0) << large.show();
+  EXPECT_TRUE(contains(large.out, "derived:   frontier 8192 shared entries [select.direct.frontier_shared_per_k 2 x K, "
+                                  "up to frontier_shared_limit 8192; frontier_shared_capacity 4096]\n"))
+      << large.show();
+  EXPECT_FALSE(contains(large.out, "derived:   view")) << large.show();  // direct_exact has no view
+}
+
 TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {
   const CliResult r = run("plan --k 2048 --rows 200 --width 20000 --arch sm_90");
   ASSERT_EQ(r.exit_code, 0) << r.show();
