@@ -45,12 +45,13 @@
   X(INT, frontier_shared_capacity, 4096, (256, 16384), \
     "frontier entries kept in shared memory (at least; see frontier_shared_per_k)") \
   X(REAL, frontier_shared_per_k, 2.0, (0.0, 8.0), \
-    "0: off; else a plan's shared frontier holds per_k x K entries (rounded up to 256) when\n" \
-    "that is more than frontier_shared_capacity, up to frontier_shared_limit: K = 4096 on\n" \
-    "iid rows admits 8 K candidates (docs/decisions/2026-12-04-k-sweep-ranks-and-frontier.md)") \
+    "0: off; else the shared frontier of a sampled, split or cluster plan holds per_k x K\n" \
+    "entries (rounded up to 256) when that is more than frontier_shared_capacity, up to\n" \
+    "frontier_shared_limit: K = 4096 on iid rows admits 8 K candidates. Not the direct\n" \
+    "family's, whose floor marks share its block (docs/decisions/2026-12-04-k-sweep-ranks-and-frontier.md)") \
   X(INT, frontier_shared_limit, 8192, (256, 16384), \
-    "most frontier entries frontier_shared_per_k gives a plan (8192: two 512-thread CTAs\n" \
-    "of the sampled and direct families still fit an SM)") \
+    "most frontier entries frontier_shared_per_k gives a plan (8192: two 512-thread sampled\n" \
+    "CTAs still fit an SM)") \
   X(INT, frontier_global_capacity, 16384, (0, int64_t{1} << 24), \
     "frontier entries per worker CTA in its global workspace slice; a larger frontier\n" \
     "is refined by re-reading the row instead") \

@@ -9,7 +9,13 @@
 
 namespace sgtopk::detail {
 
-void plan_direct_exact(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
+void plan_direct_exact(Plan& plan, const Problem& p, const Policy& given, const Target& target) {
+  // The shared frontier keeps frontier_shared_capacity here: this family's
+  // block also holds its floor marks, which grow with the width, and a
+  // frontier grown with K would leave room for one 512-thread CTA an SM
+  // instead of two (K = 4096 at 1M scores: 131 KB a block).
+  Policy policy = given;
+  policy.direct.frontier_shared_per_k = 0.0;
   const SelectDirectPolicy& d = policy.direct;
   // Short rows stay in registers between the passes (the short-row
   // specialization), in CTAs of their own size, as many threads per SM.
@@ -49,7 +55,6 @@ void plan_direct_exact(Plan& plan, const Problem& p, const Policy& policy, const
   plan.config = select_body_config(
       p, policy, SelectBody{threads, d.loads_in_flight, d.small_group, register_items, mark_words, bin_chunks});
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
-  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
 }
 
 }  // namespace sgtopk::detail

@@ -219,12 +219,16 @@ TEST_F(CliTest, PlanSaysHowKChangedTheViewAndTheFrontier) {
       << small.show();
   EXPECT_FALSE(contains(small.out, "derived:   frontier")) << small.show();
   // K = 4096: the margins stand; the shared frontier grows to 2 x K.
-  const CliResult large = run("plan --k 4096 --rows 4096 --width 262144 --arch sm_90 --family direct_exact");
+  const CliResult large = run("plan --k 4096 --rows 4096 --width 262144 --arch sm_90 --family sampled");
   ASSERT_EQ(large.exit_code, 0) << large.show();
+  EXPECT_TRUE(contains(large.out, "derived:   view stride 32, blocks of 16, sample ranks q0 192 / q1 224\n")) << large.show();
   EXPECT_TRUE(contains(large.out, "derived:   frontier 8192 shared entries [select.direct.frontier_shared_per_k 2 x K, "
                                   "up to frontier_shared_limit 8192; frontier_shared_capacity 4096]\n"))
       << large.show();
-  EXPECT_FALSE(contains(large.out, "derived:   view")) << large.show();  // direct_exact has no view
+  // The direct family has no view and keeps its frontier.
+  const CliResult direct = run("plan --k 4096 --rows 4096 --width 262144 --arch sm_90 --family direct_exact");
+  ASSERT_EQ(direct.exit_code, 0) << direct.show();
+  EXPECT_FALSE(contains(direct.out, "derived:")) << direct.show();
 }
 
 TEST_F(CliTest, PlanPrintsThePlanAndThePolicy) {

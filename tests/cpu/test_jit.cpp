@@ -506,14 +506,21 @@ TEST(JitPlanner, SharedFrontierGrowsWithK) {
   Policy big = d;
   big.direct.frontier_shared_capacity = 16384;  // the capacity is a floor, the limit caps only the rise
   EXPECT_EQ(frontier_shared_entries(8192, big), 16384);
-  for (const char* family : {"sampled", "direct_exact"}) {
-    const Plan k4096 = plan_for(4096, 262144, 0, "sm_90", d, family, 4096);
+  for (const char* family : {"sampled", "split"}) {
+    const int64_t rows = std::string(family) == "split" ? 4 : 4096;
+    const Plan k4096 = plan_for(4096, 262144, 0, "sm_90", d, family, rows);
     EXPECT_TRUE(contains(k4096.parameters_text(), "kFrontierSharedCapacity=8192\n")) << family << k4096.parameters_text();
-    const Plan k2048 = plan_for(2048, 262144, 0, "sm_90", d, family, 4096);
+    const Plan k2048 = plan_for(2048, 262144, 0, "sm_90", d, family, rows);
     EXPECT_TRUE(contains(k2048.parameters_text(), "kFrontierSharedCapacity=4096\n")) << family << k2048.parameters_text();
-    // The block's shared memory is sized for the larger frontier: 8 bytes an entry more.
-    EXPECT_EQ(k4096.dynamic_smem_bytes, k2048.dynamic_smem_bytes + 4096u * 8u) << family;
+    // The sampled block's shared memory is sized for the larger frontier: 8
+    // bytes an entry more (split's finisher reuses the frontier's bytes).
+    if (std::string(family) == "sampled") EXPECT_EQ(k4096.dynamic_smem_bytes, k2048.dynamic_smem_bytes + 4096u * 8u);
   }
+  // The direct family keeps frontier_shared_capacity: its floor marks share
+  // the block, and two of its CTAs must still fit an SM at 1M scores.
+  const Plan direct = plan_for(4096, 1 << 20, 0, "sm_90", d, "direct_exact", 4096);
+  EXPECT_TRUE(contains(direct.parameters_text(), "kFrontierSharedCapacity=4096\n")) << direct.parameters_text();
+  EXPECT_LE(2u * (direct.dynamic_smem_bytes + 1024u), 228u * 1024u);
 }
 
 TEST(JitPlanner, SampledParametersAtTheDefaultPolicy) {
