@@ -161,15 +161,16 @@ void set_persistent_geometry(Plan& plan, int threads, int workers_per_sm, const 
 void set_view_config(KernelConfig& config, const Problem& p, const SelectSampledPolicy& sp) {
   const int wide = stride_for_rank(sp.stride_wide, p.k, sp);
   const int narrow = stride_for_rank(sp.stride_narrow, p.k, sp);
+  const SampleRanks wide_ranks = sample_ranks(p.k, wide, sp), narrow_ranks = sample_ranks(p.k, narrow, sp);
   config.integer("kViewLoadsInFlight", sp.view_loads_in_flight)
       .integer("kViewBlock", view_block_for_rank(p.k, sp))
       .integer("kStrideWide", wide)
       .integer("kStrideNarrow", narrow)
       .wide("kWideRowThreshold", sp.wide_row_threshold)
-      .integer("kQ0Wide", sample_ranks(p.k, wide, sp).q0)
-      .integer("kQ1Wide", sample_ranks(p.k, wide, sp).q1)
-      .integer("kQ0Narrow", sample_ranks(p.k, narrow, sp).q0)
-      .integer("kQ1Narrow", sample_ranks(p.k, narrow, sp).q1)
+      .integer("kQ0Wide", wide_ranks.q0)
+      .integer("kQ1Wide", wide_ranks.q1)
+      .integer("kQ0Narrow", narrow_ranks.q0)
+      .integer("kQ1Narrow", narrow_ranks.q1)
       .integer("kFineTriggerWide", fine_proposal_trigger(p.k, wide, sp))
       .integer("kFineTriggerNarrow", fine_proposal_trigger(p.k, narrow, sp));
 }
