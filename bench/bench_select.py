@@ -133,6 +133,7 @@ def route_stats(ctx, cfg, args, scores, lengths, stream, h):
     plan = ctx.lib.compile(k=K, rows=M, width=N, flags=sg.SGTOPK_ROUTE_STATS, device=0, policy_toml=policy_for(cfg, args),
                            family=args.family, own_workspace=True)
     try:
+        parameters = dict(line.split("=", 1) for line in plan.info["parameters"].splitlines() if "=" in line)
         with torch.cuda.stream(stream):
             stats = torch.zeros(len(ctx.lib.route_stat_names()), dtype=torch.int64, device=scores.device)
             idx = torch.empty(M, K, dtype=torch.int32, device=scores.device)
@@ -150,6 +151,20 @@ def route_stats(ctx, cfg, args, scores, lengths, stream, h):
     total = sum(cycles.values())
     out["phase_share"] = {n[len("cycles_"):]: (v / total if total else 0.0) for n, v in cycles.items()}
     out["cycles_per_row"] = total / selected if selected else 0.0
+    if "kSegments" in parameters and selected:
+        # The split family: every segment CTA of a row proposes and passes its
+        # segment; the row's last CTA alone finishes (agent/split.cuh). Per CTA
+        # and per finisher, the phases are the call's latency chain.
+        segments, min_width = int(parameters["kSegments"]), int(parameters["kMinSegmentWidth"])
+        lens = [N] * M if lengths is None else [int(v) for v in lengths.cpu().tolist()]
+        ctas = sum(max(1, min(segments, -(-n // min_width))) for n in lens if n > K)
+        if ctas:
+            out["split_cycles"] = {
+                "ctas": ctas,
+                "proposal_per_cta": out["cycles_proposal"] / ctas,
+                "segment_per_cta": out["cycles_certification"] / ctas,
+                "finisher_per_row": (out["cycles_recovery"] + out["cycles_refinement"]) / selected,
+            }
     return out
 
 
@@ -693,6 +708,10 @@ def fmt_line(i, n, run):
             r.get("candidates_per_row", 0.0), r.get("cycles_per_row", 0.0) / 1e3,
             100 * share.get("proposal", 0), 100 * share.get("certification", 0), 100 * share.get("recovery", 0),
             100 * share.get("refinement", 0))
+        sc = r.get("split_cycles")
+        if sc:
+            routes += ", split kcyc: proposal %.1f, segment %.1f a CTA (%d), finisher %.1f a row" % (
+                sc["proposal_per_cta"] / 1e3, sc["segment_per_cta"] / 1e3, sc["ctas"], sc["finisher_per_row"] / 1e3)
     return head + ": %s %.4f ms, floor %.4f ms, ratio %.3f, torch %s ms (%sx), exact%s, %.1f s" % (
         run.get("family"), run["time_ms"], run["floor_ms"], run["ratio"],
         ("%.3f" % t) if t is not None else "-",
