@@ -187,9 +187,14 @@
     "are latency-bound; docs/decisions/2026-12-01-split-family.md)") \
   X(INT, loads_in_flight, 4, (1, 8), \
     "16-byte loads in flight per thread in the segment pass") \
-  X(INT, stride, 64, (1, 4096), \
-    "view stride s of every row (each CTA of a row reads the whole view; margins, view block and\n" \
-    "fine proposal as [select.sampled])") \
+  X(INT, stride_narrow, 64, (1, 4096), \
+    "view stride s of rows narrower than wide_row_threshold (each CTA of a row reads the whole\n" \
+    "view; margins, view block and fine proposal as [select.sampled])") \
+  X(INT, stride_wide, 128, (1, 4096), \
+    "view stride s of rows of at least wide_row_threshold: every CTA of the row histograms the\n" \
+    "view before its segment pass (docs/decisions/2026-12-04-split-view-stride-by-width.md)") \
+  X(WIDE, wide_row_threshold, 524288, (1, kMaxWidth), \
+    "rows at least this wide use stride_wide") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row") \

@@ -84,8 +84,15 @@ int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& poli
 
 SelectSampledPolicy split_view_policy(const Policy& policy) {
   SelectSampledPolicy view = policy.sampled;
-  view.stride_wide = policy.split.stride;
-  view.stride_narrow = policy.split.stride;
+  view.stride_wide = policy.split.stride_wide;
+  view.stride_narrow = policy.split.stride_narrow;
+  view.wide_row_threshold = policy.split.wide_row_threshold;
+  return view;
+}
+
+SelectSampledPolicy cluster_view_policy(const Policy& policy) {
+  SelectSampledPolicy view = split_view_policy(policy);
+  view.stride_wide = view.stride_narrow;
   return view;
 }
 

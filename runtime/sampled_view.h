@@ -76,10 +76,13 @@ int64_t sample_rank(double margin, int k, int stride);
 // k, stride), at least 1, or 0 when policy.fine_proposal_excess is 0 (off).
 int64_t fine_proposal_trigger(int k, int stride, const SelectSampledPolicy& policy);
 
-// The view policy of the split family: [select.sampled] with both strides
-// replaced by select.split.stride (every CTA of a row reads the whole view,
-// so a split row affords a sparser one). Its routes are the sampled
+// The view policy of the split family: [select.sampled] with its strides
+// and their threshold replaced by [select.split]'s (every CTA of a row reads
+// the whole view, so a split row affords a sparser one). Its routes are the sampled
 // family's under this policy.
 SelectSampledPolicy split_view_policy(const Policy& policy);
+// The cluster family's: the split's, with one stride (stride_narrow) for
+// every row; a second stride spills the cluster kernel's 64 registers.
+SelectSampledPolicy cluster_view_policy(const Policy& policy);
 
 }  // namespace sgtopk::detail

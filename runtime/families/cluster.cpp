@@ -31,13 +31,13 @@ void plan_cluster(Plan& plan, const Problem& p, const Policy& policy, const Targ
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   // No floor marks and no work units: each segment's passes read it whole,
   // chunk by chunk; the small-group finish is a one-CTA step. The view is
-  // the split family's ([select.split] stride, the sampled margins).
+  // the split family's, at its narrow stride for every row (cluster_view_policy).
   plan.config = select_body_config(p, policy, SelectBody{cp.block_threads, cp.loads_in_flight, 0});
   plan.config.flag("kWorkUnits", false)
       .integer("kClusterSize", cp.cluster_size)
       .integer("kSegmentAlign", 64);
-  set_view_config(plan.config, p, split_view_policy(policy));
-  plan.derived.push_back(describe_view(p.k, split_view_policy(policy)));
+  set_view_config(plan.config, p, cluster_view_policy(policy));
+  plan.derived.push_back(describe_view(p.k, cluster_view_policy(policy)));
   if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
   plan.workspace_bytes = frontier_slices_bytes(policy, plan.grid);
 }

@@ -78,6 +78,10 @@ std::string describe_view(int k, const SelectSampledPolicy& sp) {
   const int64_t margin_q0 = sample_rank(sp.primary_margin, k, wide), margin_q1 = sample_rank(sp.secondary_margin, k, wide);
   if (ranks.q0 != margin_q0)
     s << " [select.sampled.primary_confidence " << sp.primary_confidence << " raised the margins' " << margin_q0 << " / " << margin_q1 << "]";
+  if (narrow != wide) {
+    const SampleRanks narrow_ranks = sample_ranks(k, narrow, sp);
+    s << " (narrower rows: q0 " << narrow_ranks.q0 << " / q1 " << narrow_ranks.q1 << ")";
+  }
   return s.str();
 }
 

@@ -183,7 +183,8 @@ std::vector<uint64_t> expected_route_stats(const Case& c, const Inputs& in, int6
   const Policy policy = c.policy.empty() ? Policy::defaults() : parse_policy_string(c.policy);
   const bool cluster = family == "cluster";
   const bool sampled = family == "sampled" || family == "split" || cluster;
-  const SelectSampledPolicy view = family == "split" || cluster ? split_view_policy(policy) : policy.sampled;
+  const SelectSampledPolicy view =
+      family == "split" ? split_view_policy(policy) : cluster ? cluster_view_policy(policy) : policy.sampled;
   std::vector<uint64_t> stats(SGTOPK_ROUTE_STAT_SLOTS, 0);
   for (int64_t r = 0; r < live_rows; ++r) {
     const int64_t len = c.lengths ? in.lengths[static_cast<size_t>(r)] : c.width;
@@ -787,6 +788,11 @@ std::vector<Case> split_cases() {
   few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
   out.back().k = 8192;
   out.back().flags |= SGTOPK_SORTED;
+  // Both view strides in one launch: ragged rows on either side of the
+  // threshold, the wide ones on a view of stride 256; every row family.
+  few_long("two_strides", 24, 262144, "[select.split]\nwide_row_threshold = 150000\nstride_wide = 256\n",
+           {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
+  out.back().families = all_row_families();
   // The finisher's stored-frontier refinement (its shared-memory form off),
   // and a shared-memory form too small for most rows' candidates (both forms
   // in one launch); every row family.

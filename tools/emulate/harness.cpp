@@ -43,6 +43,18 @@ using namespace sgtopk;
 #ifndef STRIDE
 #define STRIDE 16
 #endif
+#ifndef STRIDE_WIDE  // rows of at least WIDE_ROW scores: view stride and sample ranks
+#define STRIDE_WIDE STRIDE
+#endif
+#ifndef WIDE_ROW
+#define WIDE_ROW (1ll << 40)
+#endif
+#ifndef Q0_WIDE
+#define Q0_WIDE Q0
+#endif
+#ifndef Q1_WIDE
+#define Q1_WIDE Q1
+#endif
 #ifndef AGG
 #define AGG false
 #endif
@@ -165,10 +177,10 @@ struct Config {
                                                            : (THREADS < FSHARED + FGLOBAL ? THREADS : FSHARED + FGLOBAL);
   static constexpr int kViewLoadsInFlight = 3;
   static constexpr int kViewBlock = VIEW_BLOCK;
-  static constexpr int kStrideWide = STRIDE;
+  static constexpr int kStrideWide = STRIDE_WIDE;
   static constexpr int kStrideNarrow = STRIDE;
-  static constexpr long long kWideRowThreshold = 1ll << 40;
-  static constexpr int kQ0Wide = Q0, kQ1Wide = Q1, kQ0Narrow = Q0, kQ1Narrow = Q1;
+  static constexpr long long kWideRowThreshold = WIDE_ROW;
+  static constexpr int kQ0Wide = Q0_WIDE, kQ1Wide = Q1_WIDE, kQ0Narrow = Q0, kQ1Narrow = Q1;
   static constexpr int kFineTriggerWide = FINE_TRIGGER, kFineTriggerNarrow = FINE_TRIGGER;
   static constexpr int kFloorMarkWords = (SAMPLED || SPLIT || CLUSTER) ? 0 : MARK_WORDS;
   static constexpr int kMarkedBinChunks = (SAMPLED || SPLIT || CLUSTER) ? 0 : BINS;
