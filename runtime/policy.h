@@ -193,7 +193,7 @@
   X(INT, stride_wide, 128, (1, 4096), \
     "view stride s of rows of at least wide_row_threshold: every CTA of the row histograms the\n" \
     "view before its segment pass (docs/decisions/2026-12-04-split-view-stride-by-width.md)") \
-  X(WIDE, wide_row_threshold, 524288, (1, kMaxWidth), \
+  X(WIDE, wide_row_threshold, 786432, (1, kMaxWidth), \
     "rows at least this wide use stride_wide") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
