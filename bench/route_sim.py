@@ -10,8 +10,10 @@ generator of bench_select.py re-implemented in numpy (the same model and
 constants, not the same random stream), and decides each row's route the way
 reference::decide_sampled_route does: the view (stride, row phase, view_block),
 the coarse-key histogram of the samples, tau0 / tau1 at ranks
-ceil(rho * K / s), the primary raised to ceil(K/s + z sqrt(K/s)) and the
-secondary by as much (select.sampled.primary_confidence, --confidence), the
+ceil(rho * K / s), the primary lowered to ceil(K/s + z_max sqrt(K/s)) and
+the secondary by as much (select.sampled.primary_excess_sigmas, --excess-sigmas),
+the primary raised to ceil(K/s + z sqrt(K/s)) and the secondary by as much
+(select.sampled.primary_confidence, --confidence), the
 primary's admitted count, then the band's. It prints
 the share of rows per route and the mean candidates of the certified rows.
 
@@ -88,10 +90,15 @@ def rank_bin(histogram, rank):
     return len(histogram) - 1 - i if i < len(histogram) else 31
 
 
-def sample_ranks(rho0, rho1, s, confidence):
+def sample_ranks(rho0, rho1, s, confidence, excess_sigmas=4.0):
     """runtime/sampled_view.cpp sample_ranks: the margins' ranks, the primary
-    raised to the confidence's, the secondary by as much."""
+    lowered to the excess cap's, then raised to the confidence's, the secondary
+    by as much each time."""
     q0, q1 = math.ceil(rho0 * K / s - 1e-9), math.ceil(rho1 * K / s - 1e-9)
+    if excess_sigmas > 0:
+        cap = math.ceil(K / s + excess_sigmas * math.sqrt(K / s) - 1e-9)
+        if q0 > cap:
+            q0, q1 = cap, q1 - (q0 - cap)
     if confidence > 0:
         wanted = math.ceil(K / s + confidence * math.sqrt(K / s) - 1e-9)
         if wanted > q0:
@@ -99,12 +106,12 @@ def sample_ranks(rho0, rho1, s, confidence):
     return q0, q1
 
 
-def decide(x, row, policy, confidence):
+def decide(x, row, policy, confidence, excess_sigmas):
     stride_wide, stride_narrow, threshold, block, rho0, rho1 = policy[:6]
     fine = len(policy) > 6 and policy[6] == 1
     n = len(x)
     s = stride_wide if n >= threshold else stride_narrow
-    q0, q1 = sample_ranks(rho0, rho1, s, confidence)
+    q0, q1 = sample_ranks(rho0, rho1, s, confidence, excess_sigmas)
     first = sample_phase(row, s) * block
     positions = (np.arange(first, n, s * block)[:, None] + np.arange(block)[None, :]).ravel()
     positions = positions[positions < n]
@@ -135,6 +142,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--confidence", type=float, default=3.0,
                     help="select.sampled.primary_confidence z (0: the margins' ranks alone)")
+    ap.add_argument("--excess-sigmas", type=float, default=4.0,
+                    help="select.sampled.primary_excess_sigmas z_max (0: no cap on the margins' ranks)")
     ap.add_argument("--policy", action="append", default=[],
                     help="NAME=stride_wide,stride_narrow,wide_row_threshold,view_block,rho0,rho1 (or a known NAME)")
     args = ap.parse_args()
@@ -149,7 +158,7 @@ def main():
             picked = np.linspace(0, M - 1, args.rows).astype(int)
             routes, candidates = {}, []
             for r, x in score_rows(M, N, args.scores, rng, picked):
-                route, admitted = decide(x, int(r), policy, args.confidence)
+                route, admitted = decide(x, int(r), policy, args.confidence, args.excess_sigmas)
                 routes[route] = routes.get(route, 0) + 1
                 if admitted:
                     candidates.append(admitted)

@@ -247,6 +247,10 @@ const std::vector<Consistency>& consistency_rules() {
   static const std::vector<Consistency> rules = {
       {"select.sampled.secondary_margin", ">=", "select.sampled.primary_margin",
        [](const Policy& p) { return p.sampled.secondary_margin >= p.sampled.primary_margin; }},
+      {"select.sampled.primary_excess_sigmas", "0 (off) or >=", "select.sampled.primary_confidence",
+       [](const Policy& p) {
+         return p.sampled.primary_excess_sigmas == 0.0 || p.sampled.primary_excess_sigmas >= p.sampled.primary_confidence;
+       }},
       {"select.short_row.max_block_threads", ">=", "select.short_row.min_block_threads",
        [](const Policy& p) { return p.short_row.max_block_threads >= p.short_row.min_block_threads; }},
   };

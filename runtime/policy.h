@@ -153,6 +153,11 @@
     "secondary rises by as much), so that the count at or above it underfills K with about\n" \
     "the same small odds at every K: rho0 = 1.5 alone is z = 1.4 at K = 256, s = 32 (10% of\n" \
     "iid rows underfilled) and z = 4 at K = 2048 (docs/decisions/2026-12-04-k-sweep-ranks-and-frontier.md)") \
+  X(REAL, primary_excess_sigmas, 4.0, (0.0, 16.0), \
+    "0: off; else the margins' primary sample rank is at most ceil(K/s + this * sqrt(K/s)) (the\n" \
+    "secondary lowered by as much): rho0 = 1.5 asks for z = 8 at K = 8192, s = 32, whose 1.5x K\n" \
+    "candidates overflow the shared frontier; K <= 2048 at s = 32 keeps its ranks\n" \
+    "(docs/decisions/2026-12-04-split-view-stride-by-width.md)") \
   X(INT, min_sample_rank, 0, (0, 4096), \
     "0: off; else both strides shrink (at plan time, from K) until the primary sample rank\n" \
     "ceil(primary_margin * K / s) reaches it: small K gets a denser view (not yet measured)") \

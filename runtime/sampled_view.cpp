@@ -61,14 +61,35 @@ int64_t sample_rank(double margin, int k, int stride) {
   return static_cast<int64_t>(std::ceil(q));
 }
 
-SampleRanks sample_ranks(int k, int stride, const SelectSampledPolicy& policy) {
+namespace {
+
+// ceil(k/s + z sqrt(k/s)), an integer target not bumped by rounding.
+int64_t sigmas_rank(double z, int k, int stride) {
+  const long double expected = static_cast<long double>(k) / stride;
+  const long double wanted = expected + static_cast<long double>(z) * std::sqrt(expected);
+  return static_cast<int64_t>(std::ceil(wanted - 1e-12L * wanted));
+}
+
+}  // namespace
+
+SampleRanks margin_ranks(int k, int stride, const SelectSampledPolicy& policy) {
   SampleRanks r;
   r.q0 = sample_rank(policy.primary_margin, k, stride);
   r.q1 = sample_rank(policy.secondary_margin, k, stride);
+  if (policy.primary_excess_sigmas > 0.0 && k > 0 && stride > 0) {
+    const int64_t cap = sigmas_rank(policy.primary_excess_sigmas, k, stride);
+    if (r.q0 > cap) {
+      r.q1 -= r.q0 - cap;
+      r.q0 = cap;
+    }
+  }
+  return r;
+}
+
+SampleRanks sample_ranks(int k, int stride, const SelectSampledPolicy& policy) {
+  SampleRanks r = margin_ranks(k, stride, policy);
   if (policy.primary_confidence > 0.0 && k > 0 && stride > 0) {
-    const long double expected = static_cast<long double>(k) / stride;
-    const long double wanted = expected + static_cast<long double>(policy.primary_confidence) * std::sqrt(expected);
-    const int64_t q0 = static_cast<int64_t>(std::ceil(wanted - 1e-12L * wanted));
+    const int64_t q0 = sigmas_rank(policy.primary_confidence, k, stride);
     if (q0 > r.q0) {
       r.q1 += q0 - r.q0;
       r.q0 = q0;

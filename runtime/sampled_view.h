@@ -18,15 +18,18 @@ namespace sgtopk::detail {
 int stride_for_rank(int stride, int k, const SelectSampledPolicy& policy);
 
 // The primary and secondary sample ranks a plan proposes at for rank k and
-// view stride s: q = sample_rank(margin, k, s), the primary raised to
-// ceil(k/s + z * sqrt(k/s)) when policy.primary_confidence = z > 0 asks for
-// more, and the secondary raised by as much (so q1 >= q0 stays). The count
+// view stride s: q = sample_rank(margin, k, s) (margin_ranks: the primary
+// lowered to ceil(k/s + z_max * sqrt(k/s)) when policy.primary_excess_sigmas
+// = z_max > 0 asks for less, the secondary by as much), then the primary
+// raised to ceil(k/s + z * sqrt(k/s)) when policy.primary_confidence = z > 0
+// asks for more, and the secondary raised by as much (so q1 >= q0 stays). The count
 // of scores at or above the q0-th sample is about s x Gamma(q0): k/s + z
 // sqrt(k/s) samples leave about z standard deviations above K, where a
 // fixed margin leaves 1.4 at K = 256 (s = 32) and 4 at K = 2048.
 struct SampleRanks {
   int64_t q0 = 0, q1 = 0;
 };
+SampleRanks margin_ranks(int k, int stride, const SelectSampledPolicy& policy);
 SampleRanks sample_ranks(int k, int stride, const SelectSampledPolicy& policy);
 
 // The view block b a plan uses for rank k: policy.view_block, halved while

@@ -76,8 +76,12 @@ std::string describe_view(int k, const SelectSampledPolicy& sp) {
   const SampleRanks ranks = sample_ranks(k, wide, sp);
   s << ", sample ranks q0 " << ranks.q0 << " / q1 " << ranks.q1;
   const int64_t margin_q0 = sample_rank(sp.primary_margin, k, wide), margin_q1 = sample_rank(sp.secondary_margin, k, wide);
-  if (ranks.q0 != margin_q0)
-    s << " [select.sampled.primary_confidence " << sp.primary_confidence << " raised the margins' " << margin_q0 << " / " << margin_q1 << "]";
+  const SampleRanks capped = margin_ranks(k, wide, sp);
+  if (capped.q0 != margin_q0)
+    s << " [select.sampled.primary_excess_sigmas " << sp.primary_excess_sigmas << " lowered the margins' " << margin_q0 << " / "
+      << margin_q1 << "]";
+  if (ranks.q0 != capped.q0)
+    s << " [select.sampled.primary_confidence " << sp.primary_confidence << " raised the margins' " << capped.q0 << " / " << capped.q1 << "]";
   if (narrow != wide) {
     const SampleRanks narrow_ranks = sample_ranks(k, narrow, sp);
     s << " (narrower rows: q0 " << narrow_ranks.q0 << " / q1 " << narrow_ranks.q1 << ")";

@@ -218,10 +218,16 @@ TEST_F(CliTest, PlanSaysHowKChangedTheViewAndTheFrontier) {
                                   "raised the margins' 12 / 14]\n"))
       << small.show();
   EXPECT_FALSE(contains(small.out, "derived:   frontier")) << small.show();
-  // K = 4096: the margins stand; the shared frontier grows to 2 x K.
+  // K = 4096: the excess cap lowers the ranks; the shared frontier grows to 2 x K.
   const CliResult large = run("plan --k 4096 --rows 4096 --width 262144 --arch sm_90 --family sampled");
   ASSERT_EQ(large.exit_code, 0) << large.show();
-  EXPECT_TRUE(contains(large.out, "derived:   view stride 32, blocks of 16, sample ranks q0 192 / q1 224\n")) << large.show();
+  EXPECT_TRUE(contains(large.out, "derived:   view stride 32, blocks of 16, sample ranks q0 174 / q1 206 "
+                                  "[select.sampled.primary_excess_sigmas 4 lowered the margins' 192 / 224]\n"))
+      << large.show();
+  // K = 2048: neither moves them.
+  const CliResult middle = run("plan --k 2048 --rows 4096 --width 262144 --arch sm_90 --family sampled");
+  ASSERT_EQ(middle.exit_code, 0) << middle.show();
+  EXPECT_TRUE(contains(middle.out, "derived:   view stride 32, blocks of 16, sample ranks q0 96 / q1 112\n")) << middle.show();
   EXPECT_TRUE(contains(large.out, "derived:   frontier 8192 shared entries [select.direct.frontier_shared_per_k 2 x K, "
                                   "up to frontier_shared_limit 8192; frontier_shared_capacity 4096]\n"))
       << large.show();

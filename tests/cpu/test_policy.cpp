@@ -320,6 +320,15 @@ TEST(PolicyErrors, InconsistentMargins) {
                 "select.sampled.primary_margin = 2.0"});
 }
 
+TEST(PolicyErrors, ExcessCapBelowTheConfidenceFloor) {
+  expect_error("[select.sampled]\nprimary_confidence = 5\n",
+               {kSource + ":2:", "select.sampled.primary_excess_sigmas = 4.0 is inconsistent: must be 0 (off) or >=",
+                "select.sampled.primary_confidence = 5"});
+  // Off, or at least the floor: accepted.
+  EXPECT_NO_THROW(sgtopk::detail::parse_policy_string("[select.sampled]\nprimary_confidence = 5\nprimary_excess_sigmas = 0\n"));
+  EXPECT_NO_THROW(sgtopk::detail::parse_policy_string("[select.sampled]\nprimary_confidence = 5\nprimary_excess_sigmas = 5\n"));
+}
+
 TEST(PolicyErrors, AllErrorsReportedInSourceOrder) {
   const std::string msg =
       expect_error("[select.sampled]\nstride_wide = 0\n[compile]\nline_info = 3\n[select.direct]\nbogus = 1\n", {});

@@ -91,6 +91,29 @@ TEST(SampledReference, MinSampleRankShrinksTheStrideForSmallK) {
   EXPECT_EQ(decide_sampled_route(row.data(), static_cast<int64_t>(row.size()), 256, 0, p).stride, 25);
 }
 
+TEST(SampledReference, SampleRanksAreCappedAtLargeK) {
+  const SelectSampledPolicy p;  // rho0 = 1.5, rho1 = 1.75, z = 3, z_max = 4
+  // K / s = 256: the margins ask 384 / 448, 8 standard deviations over
+  // 256; the cap is 256 + 4 x 16 = 320 and the secondary falls as much.
+  EXPECT_EQ(margin_ranks(8192, 32, p).q0, 320);
+  EXPECT_EQ(sample_ranks(8192, 32, p).q0, 320);
+  EXPECT_EQ(sample_ranks(8192, 32, p).q1, 384);
+  // K / s = 128: ceil(128 + 45.25) = 174 < 192; 224 - 18 = 206.
+  EXPECT_EQ(sample_ranks(4096, 32, p).q0, 174);
+  EXPECT_EQ(sample_ranks(4096, 32, p).q1, 206);
+  // K / s = 64: the cap is exactly 96, the margin's rank: unchanged.
+  EXPECT_EQ(sample_ranks(2048, 32, p).q0, 96);
+  EXPECT_EQ(sample_ranks(2048, 32, p).q1, 112);
+  // Under the cap, the confidence floor still raises small K.
+  EXPECT_EQ(margin_ranks(256, 32, p).q0, 12);
+  EXPECT_EQ(sample_ranks(256, 32, p).q0, 17);
+  // Off: the margins alone.
+  SelectSampledPolicy off = p;
+  off.primary_excess_sigmas = 0.0;
+  EXPECT_EQ(sample_ranks(8192, 32, off).q0, 384);
+  EXPECT_EQ(sample_ranks(8192, 32, off).q1, 448);
+}
+
 TEST(SampledReference, SampleRanksRiseToTheConfidenceAtSmallK) {
   const SelectSampledPolicy p;  // rho0 = 1.5, rho1 = 1.75, z = 3
   // K / s = 8: ceil(8 + 3 sqrt(8)) = ceil(16.49) = 17 > ceil(1.5 x 8) = 12;
@@ -103,7 +126,7 @@ TEST(SampledReference, SampleRanksRiseToTheConfidenceAtSmallK) {
   // K = 2048: the margin's 96 is above 64 + 24: unchanged, as at larger K.
   EXPECT_EQ(sample_ranks(2048, 32, p).q0, 96);
   EXPECT_EQ(sample_ranks(2048, 32, p).q1, 112);
-  EXPECT_EQ(sample_ranks(8192, 32, p).q0, 384);
+  EXPECT_EQ(sample_ranks(8192, 32, p).q0, 320);  // the excess cap: 256 + 4 x 16
   // An integer target is not bumped: K / s = 16, z = 2 gives exactly 24.
   SelectSampledPolicy two = p;
   two.primary_confidence = 2.0;
