@@ -145,7 +145,8 @@ std::vector<SpillCase> spill_cases() {
       // The planner's split for a few long rows (one CTA of 1024 an SM: 64
       // registers), its finisher's candidates in shared memory; and with the
       // stored frontier. Known to spill a few values that live across its
-      // phases (12 and 20 bytes, each stored or loaded once a phase, none in
+      // phases (20 bytes each since its view has two strides, 16 with one;
+      // at 683d045's 12 bytes, each stored or loaded once a phase and none in
       // a loop over the row: docs/decisions/2026-12-03-split-finisher-in-shared-memory.md);
       // more fails.
       {"planner_K2048_rows1_w262144_split", 2048, 1, 262144, "split", false, false, false, "", SGTOPK_F32, 0, 24},
