@@ -123,7 +123,8 @@ TEST(SampledReference, SampleRanksRiseToTheConfidenceAtSmallK) {
   EXPECT_EQ(sample_ranks(512, 32, p).q0, 28);  // 16 + 12
   EXPECT_EQ(sample_ranks(512, 32, p).q1, 32);
   EXPECT_EQ(sample_ranks(1024, 32, p).q0, 49);  // 32 + 16.97 > 48
-  // K = 2048: the margin's 96 is above 64 + 24: unchanged, as at larger K.
+  // K = 2048: the margin's 96 is above 64 + 24: unchanged (larger K is
+  // capped instead: SampleRanksAreCappedAtLargeK).
   EXPECT_EQ(sample_ranks(2048, 32, p).q0, 96);
   EXPECT_EQ(sample_ranks(2048, 32, p).q1, 112);
   EXPECT_EQ(sample_ranks(8192, 32, p).q0, 320);  // the excess cap: 256 + 4 x 16
