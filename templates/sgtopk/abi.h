@@ -79,9 +79,11 @@ constexpr unsigned kRowClaimsBytes = 256u;
 static_assert(sizeof(RowClaims) <= kRowClaimsBytes, "the row counters outgrew their reserved bytes");
 
 // The split family's per-row record in its workspace: the segments' arrival
-// counter and candidate totals, restored by the row's finisher (the last
-// segment to arrive) so that the next launch starts from zero. Then the
-// candidates (values, then indices) and the finisher's frontier slice.
+// counter and candidate totals, then the row histogram of the candidates'
+// key offsets (the segments add to it; log_offset_bin), all restored by the
+// row's finisher (the last segment to arrive) so that the next launch starts
+// from zero. Then the candidates (values, then indices) and the finisher's
+// frontier slice.
 struct SplitRowHeader {
   u32 arrived;   // segments that have published their candidates
   u32 admitted;  // candidates at or above the secondary threshold, every segment
@@ -90,8 +92,9 @@ struct SplitRowHeader {
 };
 constexpr unsigned kSplitRowHeaderBytes = 256u;
 static_assert(sizeof(SplitRowHeader) <= kSplitRowHeaderBytes, "the split row header outgrew its reserved bytes");
+constexpr unsigned kSplitRowHistogramBytes = 4u * 2048u;  // a word per coarse bin (checked below)
 SGTOPK_ABI_FN unsigned long long split_row_bytes(int candidate_capacity, int frontier_global_capacity) {
-  return kSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(candidate_capacity) +
+  return kSplitRowHeaderBytes + kSplitRowHistogramBytes + 8ull * static_cast<unsigned long long>(candidate_capacity) +
          8ull * static_cast<unsigned long long>(frontier_global_capacity);
 }
 
@@ -107,6 +110,7 @@ enum RouteStat {
 // Coarse keys: 11 bits, 2048 bins (util/keys.cuh).
 constexpr int kCoarseBits = 11;
 constexpr int kCoarseBins = 1 << kCoarseBits;
+static_assert(kSplitRowHistogramBytes == 4u * kCoarseBins, "the split row histogram has a word per coarse bin");
 
 // Words of scratch the block scans use: the block sum's 32 warp offsets and
 // its total, then three per rank (bin, above, count) for up to two ranks

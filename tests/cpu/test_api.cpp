@@ -238,7 +238,7 @@ TEST(ApiProblem, IndexTransformIsCheckedAtCompileTime) {
 TEST(ApiProblem, RouteStatsFlagIsAccepted) {
   EXPECT_EQ(SGTOPK_ROUTE_STATS, 1u << 3);
   EXPECT_EQ(SGTOPK_ROUTE_CANDIDATES, 5);
-  EXPECT_EQ(SGTOPK_ROUTE_STAT_SLOTS, 10);  // routes, candidates, cycles per phase
+  EXPECT_EQ(SGTOPK_ROUTE_STAT_SLOTS, 11);  // routes, candidates, cycles per phase, the split finisher's form
   sgtopk_problem p = good_problem();
   p.flags = SGTOPK_VALUES | SGTOPK_ROUTE_STATS;
   const sgtopk_compile_options o = compile_only();

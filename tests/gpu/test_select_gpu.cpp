@@ -45,6 +45,10 @@ struct Case {
   std::string family;      // forced kernel family; empty: the planner's choice
   std::vector<int> expect_routes;  // SGTOPK_ROUTE_* the inputs must exercise (with SGTOPK_ROUTE_STATS)
   std::string planned_family;      // the family the planner must choose (with `family` empty)
+  // The split finisher's forms the inputs must exercise (with
+  // SGTOPK_ROUTE_STATS): 1, the row histogram's on some certified row; 2, it
+  // and, on another certified row, the others (a boundary bin too full).
+  int expect_split_forms = 0;
 };
 
 // gtest prints a parameter with PrintTo: show the case's name, not its bytes.
@@ -256,6 +260,12 @@ void run_case(const Case& c) {
     const std::vector<uint64_t> got = d.route_stats.download_as<uint64_t>(SGTOPK_ROUTE_STAT_SLOTS);
     EXPECT_EQ(stats_text(got), stats_text(expected)) << c.name << " (" << info.family << ")";
     expect_routes_exercised(c, expected);
+    // Only the split finisher selects from a row histogram, and only certified rows.
+    const uint64_t from_histogram = got[SGTOPK_SPLIT_FROM_HISTOGRAM];
+    const uint64_t certified = got[SGTOPK_ROUTE_PRIMARY] + got[SGTOPK_ROUTE_BAND];
+    EXPECT_LE(from_histogram, std::string(info.family) == "split" ? certified : 0u) << c.name;
+    if (c.expect_split_forms >= 1) EXPECT_GT(from_histogram, 0u) << c.name << ": no row took the histogram form";
+    if (c.expect_split_forms >= 2) EXPECT_LT(from_histogram, certified) << c.name << ": every row took the histogram form";
   }
   sgtopk_plan_destroy(plan);
 }
@@ -778,9 +788,12 @@ std::vector<Case> split_cases() {
     out.push_back(c);
   };
   few_long("defeaters_1m", 4, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
+  out.back().expect_split_forms = 1;
   few_long("defeaters_wide", 16, 262144, "", {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
+  out.back().expect_split_forms = 1;
   few_long("band", 16, 262144, "[select.sampled]\nfine_proposal_excess = 1.0\nprimary_margin = 1.0\nsecondary_margin = 1.3\nprimary_confidence = 0\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_BAND});
+  out.back().expect_split_forms = 1;
   few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\nprimary_confidence = 0\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT});
   few_long("record_overflow", 8, 262144, "[select.split]\ncandidate_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
@@ -793,6 +806,7 @@ std::vector<Case> split_cases() {
   few_long("two_strides", 24, 262144, "[select.split]\nwide_row_threshold = 150000\nstride_wide = 256\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
   out.back().families = all_row_families();
+  out.back().expect_split_forms = 2;
   // The finisher's stored-frontier refinement (its shared-memory form off),
   // and a shared-memory form too small for most rows' candidates (both forms
   // in one launch); every row family.

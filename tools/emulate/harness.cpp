@@ -362,15 +362,20 @@ int main(int argc, char** argv) {
       ++bad_rows;
     }
   }
-  std::printf("rows %d bad %d | short %llu noview %llu primary %llu band %llu exact %llu candidates %llu\n", rows, bad_rows,
-              stats[0], stats[1], stats[2], stats[3], stats[4], stats[5]);
+  std::printf("rows %d bad %d | short %llu noview %llu primary %llu band %llu exact %llu candidates %llu%s\n", rows,
+              bad_rows, stats[0], stats[1], stats[2], stats[3], stats[4], stats[5],
+              SPLIT ? (" from_histogram " + std::to_string(stats[kSplitFromHistogram])).c_str() : "");
   unsigned claims[2]; std::memcpy(claims, workspace.data(), 8);
   if (!SPLIT && SAMPLED && (claims[0] || claims[1])) std::printf("claims not restored %u %u\n", claims[0], claims[1]);
   int unrestored = 0;
   for (int r = 0; SPLIT && r < rows; ++r) {
     SplitRowHeader h;
     std::memcpy(&h, workspace.data() + r * record_bytes, sizeof h);
-    if (h.arrived || h.admitted || h.primary || h.overflow) ++unrestored;
+    unsigned bins[kSplitRowHistogramBytes / 4];  // the row histogram, cleared by the finisher too
+    std::memcpy(bins, workspace.data() + r * record_bytes + kSplitRowHeaderBytes, sizeof bins);
+    bool histogram_clear = true;
+    for (unsigned b : bins) histogram_clear = histogram_clear && b == 0u;
+    if (h.arrived || h.admitted || h.primary || h.overflow || !histogram_clear) ++unrestored;
   }
   if (unrestored) std::printf("claims not restored: %d split records\n", unrestored);
   return bad_rows || unrestored ? 1 : 0;

@@ -6,10 +6,14 @@
 //             row and so finds the same sampled proposal (sampled.cuh)
 //   segment   one pass over the CTA's own segment stores every score at or
 //             above the secondary threshold, counts those at or above the
-//             primary one, and publishes both in the row's workspace record
+//             primary one, and publishes both in the row's workspace record,
+//             with a histogram of the candidates' key offsets added to the row's
 //   finisher  the last segment to arrive (the row's arrival counter) takes
 //             the primary candidates when K or more, else the band's, else
-//             the exact route over the whole row; then the same refinement
+//             the exact route over the whole row; with K or more candidates
+//             the row histogram gives the K-th's bin at once, so one gather
+//             commits the bins above it and ranks the boundary bin's few
+//             (else the candidates are selected in shared memory, or refined)
 //
 // No CTA waits for another, so the grid needs no co-residency; the finisher
 // restores the row's record, so a graph replay starts from zero. The route
@@ -39,23 +43,31 @@ struct SplitAgent {
   static constexpr u32 kSegmentCapacity = static_cast<u32>(Config::kFrontierSharedCapacity);
   static_assert(Config::kSegments >= 1 && Config::kMinSegmentWidth >= 1 && Config::kCandidateCapacity >= 1,
                 "a split plan has segments and a candidate record");
+  // The finisher's shared forms: at most kFinisherCapacity candidates copied
+  // (finish_in_shared), and a ranked group of at most kRankMax.
+  static constexpr int kFinisherItems = Config::kFinisherItems > 0 ? Config::kFinisherItems : 1;
+  static constexpr u32 kFinisherCapacity = static_cast<u32>(Config::kThreads * kFinisherItems);
+  typedef BlockSelectItems<Config::kThreads, kFinisherItems, Config::kIndexBits, kSplitRankGroupBytes> FinisherSelect;
 
-  // Row r's record in the workspace (abi.h, split_row_bytes).
+  // Row r's record in the workspace (abi.h, split_row_bytes): its parts are
+  // found from the record's address when used, one pointer held across the
+  // kernel instead of five (the kernel has 64 registers a thread).
   struct RowRecord {
-    SplitRowHeader* header;
-    float* values;  // kCandidateCapacity
-    u32* indices;   // kCandidateCapacity
-    float* slice;   // the finisher's frontier slice: values, then indices
+    unsigned char* base;
+    SGTOPK_DEVICE SplitRowHeader* header() const { return reinterpret_cast<SplitRowHeader*>(base); }
+    // The row histogram: a word per coarse bin, log_offset_bin's.
+    SGTOPK_DEVICE u32* bins() const { return reinterpret_cast<u32*>(base + kSplitRowHeaderBytes); }
+    SGTOPK_DEVICE float* values() const {  // kCandidateCapacity
+      return reinterpret_cast<float*>(base + kSplitRowHeaderBytes + kSplitRowHistogramBytes);
+    }
+    SGTOPK_DEVICE u32* indices() const { return reinterpret_cast<u32*>(values() + Config::kCandidateCapacity); }
+    SGTOPK_DEVICE float* slice() const {  // the finisher's frontier slice: values, then indices
+      return reinterpret_cast<float*>(indices() + Config::kCandidateCapacity);
+    }
   };
   static SGTOPK_DEVICE RowRecord record(void* workspace, long long r) {
-    unsigned char* base = static_cast<unsigned char*>(workspace) +
-                          static_cast<u64>(r) * split_row_bytes(Config::kCandidateCapacity, Config::kFrontierGlobalCapacity);
-    RowRecord rec;
-    rec.header = reinterpret_cast<SplitRowHeader*>(base);
-    rec.values = reinterpret_cast<float*>(base + kSplitRowHeaderBytes);
-    rec.indices = reinterpret_cast<u32*>(rec.values + Config::kCandidateCapacity);
-    rec.slice = reinterpret_cast<float*>(rec.indices + Config::kCandidateCapacity);
-    return rec;
+    return RowRecord{static_cast<unsigned char*>(workspace) +
+                     static_cast<u64>(r) * split_row_bytes(Config::kCandidateCapacity, Config::kFrontierGlobalCapacity)};
   }
 
   // Segments that take part in a row of `len` (> K): at least
@@ -72,15 +84,20 @@ struct SplitAgent {
   }
 
   // The segment pass: stores each score >= low of [0, len) in the CTA's
-  // shared frontier slots (state.next_count counts them, stored or not) and
-  // counts those >= primary_low in state.committed. Ends with a barrier.
+  // shared frontier slots (state.next_count counts them, stored or not),
+  // counts those >= primary_low in state.committed and the stored ones'
+  // log_offset_bin above low in state.histogram (clear on entry). Ends with
+  // a barrier.
+  static_assert(kLogOffsetBins <= static_cast<u32>(kCoarseBins), "the row histogram's bins fit the state's");
   static SGTOPK_DEVICE void collect(SelectionState& state, const Store& store, const float* segment, int len, float low,
                                     float primary_low) {
     u32 primary = 0u;
+    const u32 low_key = ordered_key(low);
     const auto keep = [&](u32 slot, float value, u32 index) {
       if (slot < kSegmentCapacity) {
         store.shared_value[slot] = value;
         store.shared_index[slot] = index;
+        atomicAdd(&state.histogram[log_offset_bin(ordered_key(value) - low_key)], 1u);
       }
     };
     Row row;
@@ -112,35 +129,38 @@ struct SplitAgent {
 
   // Publishes the segment's candidates (indices made row-relative by
   // `begin`) and arrives; true on the row's finisher, which then holds the
-  // row's totals in state.scratch[2..4] and has restored the record.
+  // row's totals in state.scratch[2..4] and its histogram in state.histogram
+  // (published by finish's first barrier), and has restored the record.
   static SGTOPK_DEVICE bool publish(SelectionState& state, const Store& store, const RowRecord& rec, u32 begin,
                                     int active) {
     const u32 count = state.next_count, primary = state.committed;
     u32* scratch = state.scratch;
     if (threadIdx.x == 0) {
-      const u32 base = count != 0u ? atomicAdd(&rec.header->admitted, count) : 0u;
-      if (primary != 0u) atomicAdd(&rec.header->primary, primary);
+      const u32 base = count != 0u ? atomicAdd(&rec.header()->admitted, count) : 0u;
+      if (primary != 0u) atomicAdd(&rec.header()->primary, primary);
       const bool lost = count > kSegmentCapacity ||
                         static_cast<u64>(base) + count > static_cast<u64>(Config::kCandidateCapacity);
-      if (lost) atomicOr(&rec.header->overflow, 1u);
+      if (lost) atomicOr(&rec.header()->overflow, 1u);
       scratch[0] = lost ? 0xffffffffu : base;
     }
     __syncthreads();
     const u32 base = scratch[0];
     if (base != 0xffffffffu) {
       for (u32 i = threadIdx.x; i < count; i += Config::kThreads) {
-        rec.values[base + i] = store.shared_value[i];
-        rec.indices[base + i] = store.shared_index[i] + begin;
+        rec.values()[base + i] = store.shared_value[i];
+        rec.indices()[base + i] = store.shared_index[i] + begin;
       }
+      for (u32 b = threadIdx.x; b < kLogOffsetBins; b += Config::kThreads)
+        if (const u32 n = state.histogram[b]) atomicAdd(rec.bins() + b, n);
     }
     __threadfence();  // each writer's candidates are visible device-wide before the arrival
     __syncthreads();
     if (threadIdx.x == 0) {
-      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(active - 1);
+      const bool last = atomicAdd(&rec.header()->arrived, 1u) == static_cast<u32>(active - 1);
       scratch[1] = last ? 1u : 0u;
       if (last) {
         __threadfence();
-        volatile SplitRowHeader* h = rec.header;
+        volatile SplitRowHeader* h = rec.header();
         scratch[2] = h->admitted;
         scratch[3] = h->primary;
         scratch[4] = h->overflow;
@@ -151,7 +171,9 @@ struct SplitAgent {
       }
     }
     __syncthreads();
-    return scratch[1] != 0u;
+    if (scratch[1] == 0u) return false;
+    take_row_histogram(state, rec);  // before finish's first barrier
+    return true;
   }
 
   // The finisher: the row's route from the totals, then refinement. With
@@ -172,6 +194,11 @@ struct SplitAgent {
                       : (secondary_low < proposal.primary_low && admitted >= k) ? kRouteBand
                                                                                 : kRouteExact;
     count_route<Config::kRouteStats>(stats, route);
+    if ((route == kRoutePrimary || route == kRouteBand) && !overflow && Config::kFinisherItems > 0 &&
+        finish_from_histogram(state, out, rec, admitted, secondary_low,
+                              route == kRoutePrimary ? proposal.primary_low : secondary_low, scores, sort_buffer, stats,
+                              clock))
+      return;
     if ((route == kRoutePrimary || route == kRouteBand) && !overflow && Config::kFinisherItems > 0 &&
         admitted <= kFinisherCapacity) {
       const float admit_low = route == kRoutePrimary ? proposal.primary_low : secondary_low;
@@ -194,8 +221,8 @@ struct SplitAgent {
 #pragma unroll
           for (int u = 0; u < kGather; ++u) {
             const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-            value[u] = i < admitted ? hw::load_l2(rec.values + i) : 0.0f;
-            index[u] = i < admitted ? hw::load_l2(rec.indices + i) : 0u;
+            value[u] = i < admitted ? hw::load_l2(rec.values() + i) : 0.0f;
+            index[u] = i < admitted ? hw::load_l2(rec.indices() + i) : 0u;
           }
 #pragma unroll
           for (int u = 0; u < kGather; ++u) {
@@ -225,15 +252,112 @@ struct SplitAgent {
     Exact::refine_and_write(state, store, row, out, scores, sort_buffer);
   }
 
+  // The row histogram into state.histogram, the record's cleared for the
+  // next launch; the ranked group's counters cleared. Before a barrier.
+  static SGTOPK_DEVICE void take_row_histogram(SelectionState& state, const RowRecord& rec) {
+    for (u32 b = threadIdx.x; b < static_cast<u32>(kCoarseBins); b += Config::kThreads) {
+      u32 n = 0u;
+      if (b < kLogOffsetBins) {
+        n = hw::load_l2(rec.bins() + b);
+        if (n != 0u) rec.bins()[b] = 0u;
+      }
+      state.histogram[b] = n;
+    }
+    RankedGroup group = ranked_group();
+    for (u32 i = threadIdx.x; i < kRankMax + 2u; i += Config::kThreads) group.rank[i] = 0u;  // and both counters
+    if (threadIdx.x == 0) state.frontier_count = 0u;
+  }
+
+  // The boundary bin's members, ranked directly (the finisher's shared
+  // memory past the state, unused until the output is sorted): composite
+  // keys (ordered key, then the inverted index: ties to the lower index),
+  // values, ranks, then the members' and the committed candidates' counters.
+  static constexpr u32 kRankMax = FinisherSelect::kRankMax;
+  struct RankedGroup {
+    u64* key;
+    float* value;
+    u32* rank;
+    u32* members;
+    u32* committed;
+  };
+  static SGTOPK_DEVICE RankedGroup ranked_group() {
+    SGTOPK_DYNAMIC_SHARED(shared_bytes);
+    RankedGroup g;
+    g.key = reinterpret_cast<u64*>(shared_bytes + Exact::kStateBytes);
+    g.value = reinterpret_cast<float*>(g.key + kRankMax);
+    g.rank = reinterpret_cast<u32*>(g.value + kRankMax);
+    g.members = g.rank + kRankMax;
+    g.committed = g.members + 1;
+    return g;
+  }
+  static_assert(kRankMax * 16u + 8u <= kSplitRankGroupBytes, "the ranked group fits the finisher's group bytes");
+
+  // The finisher's fastest form, from the row histogram (every stored
+  // candidate's log_offset_bin above `low`): its K-th largest lies in bin
+  // found.bin, so one gather from the record commits every candidate of a
+  // higher bin (found.above of them) and ranks the boundary bin's members
+  // directly, member i at slot found.above + its rank when that is below K.
+  // False, having changed nothing but the clock, when the boundary bin holds
+  // more members than a ranked group (many equal values), for the forms below.
+  static SGTOPK_DEVICE bool finish_from_histogram(SelectionState& state, const Output& out, const RowRecord& rec,
+                                                  u32 admitted, float low, float admit_low, const float* scores,
+                                                  u64* sort_buffer, unsigned long long* stats,
+                                                  PhaseClock<Config::kRouteStats>& clock) {
+    const u32 k = static_cast<u32>(Config::kK);
+    const RankBin found = find_rank_bin<Config::kThreads, kCoarseBins>(state.histogram, k, state.scratch);
+    if (found.total < k || found.count > kRankMax) return false;
+    const RankedGroup group = ranked_group();
+    const u32 low_key = ordered_key(low);
+    u32 live = 0u;  // candidates >= admit_low, for the route statistics
+    constexpr int kGather = 2;  // loads in flight a thread (the record is in L2)
+    for (u32 base = 0; base < admitted; base += Config::kThreads * kGather) {
+      float value[kGather];
+      u32 index[kGather];
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+        value[u] = i < admitted ? hw::load_l2(rec.values() + i) : 0.0f;
+        index[u] = i < admitted ? hw::load_l2(rec.indices() + i) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const bool valid = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x < admitted;
+        const u32 key = ordered_key(value[u]);
+        const u32 bin = valid ? log_offset_bin(key - low_key) : 0u;
+        const bool above = valid && bin > found.bin, member = valid && bin == found.bin;
+        const u32 slot = warp_append(above, group.committed);
+        if (above) out.commit(slot, index[u], value[u]);
+        const u32 m = warp_append(member, group.members);
+        if (member) {
+          group.key[m] = static_cast<u64>(key) << 32 | (0xffffffffu - index[u]);
+          group.value[m] = value[u];
+        }
+        if constexpr (Config::kRouteStats) live += valid && value[u] >= admit_low ? 1u : 0u;
+      }
+    }
+    if constexpr (Config::kRouteStats) {
+      if (live != 0u) atomicAdd(&state.frontier_count, live);
+    }
+    __syncthreads();
+    count_members_above<Config::kThreads>(group.key, found.count, group.rank);
+    __syncthreads();
+    count_route<Config::kRouteStats>(stats, kRouteCandidates, state.frontier_count);
+    count_route<Config::kRouteStats>(stats, kSplitFromHistogram);
+    clock.lap(kCyclesRecovery);
+    if (threadIdx.x < found.count && group.rank[threadIdx.x] < k - found.above)
+      out.commit(found.above + group.rank[threadIdx.x], 0xffffffffu - static_cast<u32>(group.key[threadIdx.x]),
+                 group.value[threadIdx.x]);
+    if constexpr (Config::kSorted)
+      sort_row_output<Config::kThreads, Config::kSortSlots, Config::kValues>(out, scores, Config::kK, sort_buffer);
+    return true;
+  }
+
   // The finisher's fast form, for a record of at most kThreads x
   // kFinisherItems candidates: all copied at once into shared memory (one
   // round trip to L2), the K largest of those >= admit_low selected there by
   // BlockSelectItems (histograms of the candidates' key offsets, the last
   // small group ranked directly). No frontier is stored and no round moves
   // a candidate.
-  static constexpr int kFinisherItems = Config::kFinisherItems > 0 ? Config::kFinisherItems : 1;
-  static constexpr u32 kFinisherCapacity = static_cast<u32>(Config::kThreads * kFinisherItems);
-  typedef BlockSelectItems<Config::kThreads, kFinisherItems, Config::kIndexBits, kSplitRankGroupBytes> FinisherSelect;
   static SGTOPK_DEVICE void finish_in_shared(SelectionState& state, const Output& out, const RowRecord& rec,
                                              u32 admitted, float admit_low, const float* scores, u64* sort_buffer,
                                              unsigned long long* stats, PhaseClock<Config::kRouteStats>& clock) {
@@ -249,9 +373,9 @@ struct SplitAgent {
     for (int u = 0; u < kFinisherItems; ++u) {
       const u32 i = FinisherSelect::slot(u);
       if (i < admitted) {
-        const float v = hw::load_l2(rec.values + i);
+        const float v = hw::load_l2(rec.values() + i);
         value[i] = v;
-        index[i] = hw::load_l2(rec.indices + i);
+        index[i] = hw::load_l2(rec.indices() + i);
         if (v >= admit_low) live |= 1u << u;
       }
     }
@@ -291,8 +415,8 @@ struct SplitAgent {
     Store store;
     store.shared_value = reinterpret_cast<float*>(frontier_bytes);
     store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierSharedCapacity;
-    store.global_value = rec.slice;
-    store.global_index = reinterpret_cast<u32*>(rec.slice + Config::kFrontierGlobalCapacity);
+    store.global_value = rec.slice();
+    store.global_index = reinterpret_cast<u32*>(rec.slice() + Config::kFrontierGlobalCapacity);
     PhaseClock<Config::kRouteStats> clock(p.route_stats);
     typename Sampled::Proposal proposal{0.0f, 0.0f};
     const bool viewed = Sampled::propose(state, task.scores, task.len, r, &proposal);

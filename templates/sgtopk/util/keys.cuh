@@ -53,6 +53,17 @@ SGTOPK_DEVICE void coarse_key_pair(float a, float b, u32& key_a, u32& key_b) {
   key_b = packed >> 16;
 }
 
+// A bin of an ordered-key offset, monotone and finer near zero: offsets
+// below 128 are their own bins, then 64 bins per power of two (the split's
+// row histogram, built by the segments before the lowest candidate's key
+// is known to sit anywhere in particular: a bin is at most 1/64 of its offset).
+constexpr u32 kLogOffsetBins = 27u * 64u;
+SGTOPK_DEVICE u32 log_offset_bin(u32 offset) {
+  if (offset < 128u) return offset;
+  const u32 e = 31u - static_cast<u32>(__clz(offset));  // 7..31
+  return (e - 5u) * 64u + ((offset >> (e - 6u)) & 63u);
+}
+
 // The float an ordered key stands for (either zero for the key of 0).
 SGTOPK_DEVICE float float_from_ordered_key(u32 key) {
   return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
