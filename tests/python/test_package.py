@@ -2,8 +2,8 @@
 (loading the library, planning, compile-only prewarming, error messages, the
 argument checks, the custom ops' schemas and fake implementations where
 PyTorch is installed); the rest (exactness on CUDA tensors, out=, CUDA graph
-capture, torch.compile without graph breaks) on a GPU, skipped elsewhere with
-the reason. Run: SGTOPK_LIBRARY=build/release PYTHONPATH=python python3 -m unittest discover -s tests/python
+capture, torch.compile without graph breaks) on a GPU, and two devices from
+one process where there are two, skipped elsewhere with the reason. Run: SGTOPK_LIBRARY=build/release PYTHONPATH=python python3 -m unittest discover -s tests/python
 """
 
 import os
@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,6 +28,7 @@ except ImportError:
 NO_TORCH = "PyTorch is not installed"
 NO_GPU = "no CUDA device (PyTorch sees none)"
 HAS_GPU = torch is not None and torch.cuda.is_available()
+GPUS = torch.cuda.device_count() if HAS_GPU else 0
 
 
 class Library(unittest.TestCase):
@@ -362,6 +364,62 @@ class FilterOnGpu(unittest.TestCase):
         self.check(masked, logits, self.kept(logits, 20, 0.8))
         compiled = torch.compile(lambda x: torch.ops.sgtopk.filter(x * 0.5, None, None, None, 10, 1.0), fullgraph=True)
         self.check(compiled(logits), logits * 0.5, self.kept(logits * 0.5, 10, None))
+
+
+@unittest.skipIf(GPUS < 2, NO_TORCH if torch is None else "needs two CUDA devices (PyTorch sees %d)" % GPUS)
+class TwoGpus(unittest.TestCase):
+    """Several GPUs from one process: per-device plans from one compile, each
+    device selecting and filtering on its own thread at the same time, and a
+    plan refused on another device's stream."""
+
+    def test_each_device_selects_at_once_from_one_compile(self):
+        rows, k = 32, 2048
+        width = 200000 + random.randrange(50000)  # a shape no earlier test compiled
+        plans = [sgtopk.plan(k, rows, width, device=d) for d in (0, 1)]
+        info = [p.info for p in plans]
+        self.assertEqual(info[0]["cache_key"], info[1]["cache_key"])
+        self.assertNotEqual(info[1]["from_cache"], 0, "the second device reuses the first's compile")
+        gen = torch.Generator(device="cpu").manual_seed(13)
+        cpu_scores = torch.randint(0, 5000, (rows, width), generator=gen).float()  # ties at the boundary
+        want = torch.sort(cpu_scores.double(), dim=1, descending=True, stable=True).indices[:, :k].sort(dim=1).values
+        logits = (torch.randn(4, 32000, generator=gen) * 3)
+        keep = FilterOnGpu.kept(logits, 50, 0.9)
+        failures = []
+
+        def work(d):
+            try:
+                dev = torch.device("cuda", d)
+                scores = cpu_scores.to(dev)
+                with torch.cuda.device(dev):
+                    for iteration in range(20):
+                        out = torch.full((rows, k), -7, dtype=torch.int32, device=dev)  # poisoned
+                        sgtopk.select(scores, k, out=out)
+                        got = out.cpu().long().sort(dim=1).values
+                        if not torch.equal(got, want):
+                            failures.append("device %d, iteration %d: select differs" % (d, iteration))
+                            return
+                        masked = torch.full((4, 32000), float("nan"), device=dev)
+                        sgtopk.filter_(logits.to(dev), k=50, p=0.9, out=masked)
+                        if not torch.equal((masked.cpu() == logits), keep):
+                            failures.append("device %d, iteration %d: filter differs" % (d, iteration))
+                            return
+            except Exception as e:  # reported below, with the device
+                failures.append("device %d: %r" % (d, e))
+
+        second = threading.Thread(target=work, args=(1,))
+        second.start()
+        work(0)
+        second.join()
+        self.assertEqual(failures, [])
+
+        # Device 0's plan on device 1's stream: refused, nothing written.
+        scores1 = cpu_scores.to("cuda:1")
+        out1 = torch.full((rows, k), -7, dtype=torch.int32, device="cuda:1")
+        stream1 = torch.cuda.current_stream(1)
+        with self.assertRaisesRegex(sgtopk.SgtopkError, "another CUDA context"):
+            plans[0].select(sgtopk.select_args(scores=scores1, indices=out1), stream1.cuda_stream)
+        torch.cuda.synchronize(1)
+        self.assertTrue(bool((out1 == -7).all()))
 
 
 if __name__ == "__main__":
