@@ -415,7 +415,7 @@ class TwoGpus(unittest.TestCase):
         # Device 0's plan on device 1's stream: refused, nothing written.
         scores1 = cpu_scores.to("cuda:1")
         out1 = torch.full((rows, k), -7, dtype=torch.int32, device="cuda:1")
-        stream1 = torch.cuda.current_stream(1)
+        stream1 = torch.cuda.Stream(device=1)  # a stream of device 1's context (0 would mean the plan's own)
         with self.assertRaisesRegex(sgtopk.SgtopkError, "another CUDA context"):
             plans[0].select(sgtopk.select_args(scores=scores1, indices=out1), stream1.cuda_stream)
         torch.cuda.synchronize(1)
