@@ -200,6 +200,10 @@
     "view before its segment pass (docs/decisions/2026-12-04-split-view-stride-by-width.md)") \
   X(WIDE, wide_row_threshold, 786432, (1, kMaxWidth), \
     "rows at least this wide use stride_wide") \
+  X(INT, segment_capacity, 0, (0, 16384), \
+    "0: as [select.direct] gives the frontier's shared entries; else at least this many: the\n" \
+    "candidates a segment keeps in shared memory before its record (a segment with more marks\n" \
+    "its row's record overflowed, and the finisher reads the whole row again)") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row") \

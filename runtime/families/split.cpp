@@ -23,7 +23,20 @@ int split_segments(const Problem& p, const SelectSplitPolicy& sp, int sm_count) 
   return segments;
 }
 
-void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
+namespace {
+
+// The policy the split's body is planned under: its segments' shared
+// frontier at least segment_capacity entries.
+Policy split_body_policy(const Policy& policy) {
+  Policy body = policy;
+  body.direct.frontier_shared_capacity = std::max(body.direct.frontier_shared_capacity, policy.split.segment_capacity);
+  return body;
+}
+
+}  // namespace
+
+void plan_split(Plan& plan, const Problem& p, const Policy& split_policy, const Target& target) {
+  const Policy policy = split_body_policy(split_policy);
   const SelectSplitPolicy& sp = policy.split;
   const int segments = split_segments(p, sp, target.sm_count);
   plan.block = static_cast<unsigned>(sp.block_threads);
@@ -33,11 +46,23 @@ void plan_split(Plan& plan, const Problem& p, const Policy& policy, const Target
                      std::to_string(p.rows) + " rows are too many for it (the sampled family takes them)");
   plan.grid = static_cast<unsigned>(p.rows * segments);
   plan.dynamic_smem_bytes = sgtopk::split_shared_bytes(select_smem_bytes(p, policy), sp.block_threads, sp.finisher_items);
+  const int entries = frontier_shared_entries(p.k, policy);
+  const bool raised = entries != frontier_shared_entries(p.k, split_policy);
+  const unsigned limit = max_dynamic_shared_bytes(target.arch);
+  if (raised && limit != 0u && plan.dynamic_smem_bytes > limit)
+    invalid_argument("the plan needs " + std::to_string(plan.dynamic_smem_bytes) + " bytes of shared memory per block but " +
+                     target.arch + " allows at most " + std::to_string(limit) +
+                     ": lower select.split.segment_capacity (now " + std::to_string(sp.segment_capacity) + ")");
   check_shared_memory(p, policy, target, plan.dynamic_smem_bytes);
   plan.config = select_body_config(p, policy, SelectBody{sp.block_threads, sp.loads_in_flight, policy.sampled.small_group});
   set_view_config(plan.config, p, split_view_policy(policy));
   plan.derived.push_back(describe_view(p.k, split_view_policy(policy)));
-  if (std::string f = describe_frontier(p.k, policy); !f.empty()) plan.derived.push_back(f);
+  if (raised)
+    plan.derived.push_back("segments keep up to " + std::to_string(entries) +
+                           " candidates in shared memory [select.split.segment_capacity " +
+                           std::to_string(sp.segment_capacity) + "]");
+  else if (std::string f = describe_frontier(p.k, policy); !f.empty())
+    plan.derived.push_back(f);
   plan.config.integer("kSegments", segments)
       .wide("kMinSegmentWidth", sp.min_segment_width)
       .integer("kCandidateCapacity", sp.candidate_capacity)

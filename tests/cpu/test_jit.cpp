@@ -408,6 +408,33 @@ TEST(JitPlanner, ShortRowShapes) {
   EXPECT_EQ(family_for(2048, 4096, 20000, past), "direct_exact");
 }
 
+// The split's segments keep at least select.split.segment_capacity
+// candidates in shared memory: the kernel's constant and its shared memory
+// grow, the plan says why, and a capacity past the target's shared memory is
+// refused naming that key.
+TEST(JitPlanner, SplitSegmentCapacity) {
+  const Plan base = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "split", 64);
+  EXPECT_EQ(base.constant("kFrontierSharedCapacity"), "4096");
+  const Policy wide = edited_policy([](Policy& p) { p.split.segment_capacity = 8192; });
+  const Plan plan = plan_for(2048, 262144, 0, "sm_90", wide, "split", 64);
+  EXPECT_EQ(plan.constant("kFrontierSharedCapacity"), "8192");
+  EXPECT_GE(plan.dynamic_smem_bytes, base.dynamic_smem_bytes);  // the finisher's shared form may hold more already
+  bool said = false;
+  for (const std::string& d : plan.derived) said = said || contains(d, "[select.split.segment_capacity 8192]");
+  EXPECT_TRUE(said) << plan.parameters_text();
+  // Below the direct family's entries it changes nothing.
+  const Policy low = edited_policy([](Policy& p) { p.split.segment_capacity = 1024; });
+  EXPECT_EQ(plan_for(2048, 262144, 0, "sm_90", low, "split", 64).constant("kFrontierSharedCapacity"), "4096");
+  const Policy huge = edited_policy([](Policy& p) { p.split.segment_capacity = 16384; });
+  try {
+    (void)plan_for(2048, 262144, 0, "sm_86", huge, "split", 64);
+    FAIL() << "a split plan past sm_86's shared memory was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SGTOPK_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e.what(), "select.split.segment_capacity (now 16384)")) << e.what();
+  }
+}
+
 // The cluster family: off by default (select.cluster.max_rows = 0); opened,
 // it takes a few long rows whose clusters all fit the GPU at once, on sm_90
 // or newer; elsewhere the split family does, and forcing it there is refused.

@@ -796,6 +796,10 @@ std::vector<Case> split_cases() {
   out.back().expect_split_forms = 1;
   few_long("exact", 16, 131072, "[select.sampled]\nprimary_margin = 1.0\nsecondary_margin = 1.0\nprimary_confidence = 0\n",
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_EXACT});
+  // Two segments a row, each keeping up to 8192 candidates in shared memory.
+  few_long("wide_segments", 16, 262144, "[select.split]\nsegment_capacity = 8192\nsplit_counts = [2]\n",
+           {SGTOPK_ROUTE_PRIMARY});
+  out.back().expect_split_forms = 1;
   few_long("record_overflow", 8, 262144, "[select.split]\ncandidate_capacity = 256\n", {SGTOPK_ROUTE_PRIMARY});
   few_long("segment_overflow", 8, 262144, "[select.direct]\nfrontier_shared_capacity = 256\nfrontier_shared_per_k = 0\n", {SGTOPK_ROUTE_PRIMARY});
   few_long("sorted_k8192", 2, 1 << 20, "", {SGTOPK_ROUTE_PRIMARY});
