@@ -64,6 +64,26 @@ struct SplitAgent {
     SGTOPK_DEVICE float* slice() const {  // the finisher's frontier slice: values, then indices
       return reinterpret_cast<float*>(indices() + Config::kCandidateCapacity);
     }
+    // visit(value, index, valid) for the stored candidates [0, admitted),
+    // kGather a thread in flight before the first is visited (the record is
+    // in L2: one round trip per kThreads x kGather). Every thread visits as
+    // often (with valid false past the end), so a visit may use warp votes.
+    template <int kGather, typename Visit>
+    SGTOPK_DEVICE void for_each_candidate(u32 admitted, Visit&& visit) const {
+      for (u32 base = 0; base < admitted; base += Config::kThreads * kGather) {
+        float value[kGather];
+        u32 index[kGather];
+#pragma unroll
+        for (int u = 0; u < kGather; ++u) {
+          const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
+          value[u] = i < admitted ? hw::load_l2(values() + i) : 0.0f;
+          index[u] = i < admitted ? hw::load_l2(indices() + i) : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < kGather; ++u)
+          visit(value[u], index[u], base + static_cast<u32>(u * Config::kThreads) + threadIdx.x < admitted);
+      }
+    }
   };
   static SGTOPK_DEVICE RowRecord record(void* workspace, long long r) {
     return RowRecord{static_cast<unsigned char*>(workspace) +
@@ -211,27 +231,13 @@ struct SplitAgent {
       Refine refine{state, store, row, out};
       begin_selection<Config::kThreads>(state, k, 1u);
       if (!overflow) {
-        // kGather candidates a thread in flight before the first is appended:
-        // the record is in L2, and one round trip per kThreads candidates
-        // made the gather a few microseconds of the finisher's latency.
-        constexpr int kGather = 4;
-        for (u32 base = 0; base < admitted; base += Config::kThreads * kGather) {
-          float value[kGather];
-          u32 index[kGather];
-#pragma unroll
-          for (int u = 0; u < kGather; ++u) {
-            const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-            value[u] = i < admitted ? hw::load_l2(rec.values() + i) : 0.0f;
-            index[u] = i < admitted ? hw::load_l2(rec.indices() + i) : 0u;
-          }
-#pragma unroll
-          for (int u = 0; u < kGather; ++u) {
-            const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-            const bool take = i < admitted && value[u] >= admit_low;
-            const u32 slot = warp_append(take, &state.next_count);
-            if (take) refine.admit_at(slot, value[u], index[u]);
-          }
-        }
+        // Four candidates a thread in flight: one round trip per kThreads
+        // candidates made the gather a few microseconds of the finisher's latency.
+        rec.for_each_candidate<4>(admitted, [&](float value, u32 index, bool valid) {
+          const bool take = valid && value >= admit_low;
+          const u32 slot = warp_append(take, &state.next_count);
+          if (take) refine.admit_at(slot, value, index);
+        });
       } else {
         const auto admit = [=](float value) { return value >= admit_low; };
         row.for_each_chunk([&](const auto& chunk) { refine.admit_chunk(chunk, admit); },
@@ -309,32 +315,19 @@ struct SplitAgent {
     const RankedGroup group = ranked_group();
     const u32 low_key = ordered_key(low);
     u32 live = 0u;  // candidates >= admit_low, for the route statistics
-    constexpr int kGather = 2;  // loads in flight a thread (the record is in L2)
-    for (u32 base = 0; base < admitted; base += Config::kThreads * kGather) {
-      float value[kGather];
-      u32 index[kGather];
-#pragma unroll
-      for (int u = 0; u < kGather; ++u) {
-        const u32 i = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x;
-        value[u] = i < admitted ? hw::load_l2(rec.values() + i) : 0.0f;
-        index[u] = i < admitted ? hw::load_l2(rec.indices() + i) : 0u;
+    rec.for_each_candidate<2>(admitted, [&](float value, u32 index, bool valid) {
+      const u32 key = ordered_key(value);
+      const u32 bin = valid ? log_offset_bin(key - low_key) : 0u;
+      const bool above = valid && bin > found.bin, member = valid && bin == found.bin;
+      const u32 slot = warp_append(above, group.committed);
+      if (above) out.commit(slot, index, value);
+      const u32 m = warp_append(member, group.members);
+      if (member) {
+        group.key[m] = static_cast<u64>(key) << 32 | (0xffffffffu - index);
+        group.value[m] = value;
       }
-#pragma unroll
-      for (int u = 0; u < kGather; ++u) {
-        const bool valid = base + static_cast<u32>(u * Config::kThreads) + threadIdx.x < admitted;
-        const u32 key = ordered_key(value[u]);
-        const u32 bin = valid ? log_offset_bin(key - low_key) : 0u;
-        const bool above = valid && bin > found.bin, member = valid && bin == found.bin;
-        const u32 slot = warp_append(above, group.committed);
-        if (above) out.commit(slot, index[u], value[u]);
-        const u32 m = warp_append(member, group.members);
-        if (member) {
-          group.key[m] = static_cast<u64>(key) << 32 | (0xffffffffu - index[u]);
-          group.value[m] = value[u];
-        }
-        if constexpr (Config::kRouteStats) live += valid && value[u] >= admit_low ? 1u : 0u;
-      }
-    }
+      if constexpr (Config::kRouteStats) live += valid && value >= admit_low ? 1u : 0u;
+    });
     if constexpr (Config::kRouteStats) {
       if (live != 0u) atomicAdd(&state.frontier_count, live);
     }
