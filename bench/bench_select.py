@@ -710,8 +710,9 @@ def fmt_line(i, n, run):
             100 * share.get("refinement", 0))
         sc = r.get("split_cycles")
         if sc:
-            routes += ", split kcyc: proposal %.1f, segment %.1f a CTA (%d), finisher %.1f a row" % (
-                sc["proposal_per_cta"] / 1e3, sc["segment_per_cta"] / 1e3, sc["ctas"], sc["finisher_per_row"] / 1e3)
+            routes += ", split kcyc: proposal %.1f, segment %.1f a CTA (%d), finisher %.1f a row (%d from the histogram)" % (
+                sc["proposal_per_cta"] / 1e3, sc["segment_per_cta"] / 1e3, sc["ctas"], sc["finisher_per_row"] / 1e3,
+                r.get("split_from_histogram", 0))
     return head + ": %s %.4f ms, floor %.4f ms, ratio %.3f, torch %s ms (%sx), exact%s, %.1f s" % (
         run.get("family"), run["time_ms"], run["floor_ms"], run["ratio"],
         ("%.3f" % t) if t is not None else "-",
