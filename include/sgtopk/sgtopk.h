@@ -102,8 +102,9 @@ typedef enum sgtopk_dtype { SGTOPK_F32 = 0, SGTOPK_BF16 = 1, SGTOPK_F16 = 2 } sg
 /* Slots of the route statistics buffer (uint64 each), from the one list in
  * sgtopk/route_stats.def: SGTOPK_ROUTE_SHORT, _NO_VIEW, _PRIMARY, _BAND,
  * _EXACT, _CANDIDATES, SGTOPK_CYCLES_PROPOSAL, _CERTIFICATION, _RECOVERY,
- * _REFINEMENT, SGTOPK_SPLIT_FROM_HISTOGRAM. The kernel adds to them; zero the buffer before a call to
- * count that call alone. sgtopk_route_stat_name() names each slot. */
+ * _REFINEMENT, SGTOPK_SPLIT_FROM_HISTOGRAM. The kernel adds to them; zero
+ * the buffer before a call to count that call alone.
+ * sgtopk_route_stat_name() names each slot. */
 enum {
 #define SGTOPK_ROUTE_STAT(slot, name, text) SGTOPK_##slot,
 #include "route_stats.def"

@@ -303,8 +303,8 @@ struct SplitAgent {
   // found.bin, so one gather from the record commits every candidate of a
   // higher bin (found.above of them) and ranks the boundary bin's members
   // directly, member i at slot found.above + its rank when that is below K.
-  // False, having changed nothing but the clock, when the boundary bin holds
-  // more members than a ranked group (many equal values), for the forms below.
+  // False, having written nothing the other forms read, when the boundary
+  // bin holds more members than a ranked group (many equal values).
   static SGTOPK_DEVICE bool finish_from_histogram(SelectionState& state, const Output& out, const RowRecord& rec,
                                                   u32 admitted, float low, float admit_low, const float* scores,
                                                   u64* sort_buffer, unsigned long long* stats,
