@@ -200,10 +200,12 @@
     "view before its segment pass (docs/decisions/2026-12-04-split-view-stride-by-width.md)") \
   X(WIDE, wide_row_threshold, 786432, (1, kMaxWidth), \
     "rows at least this wide use stride_wide") \
-  X(INT, segment_capacity, 0, (0, 16384), \
+  X(INT, segment_capacity, 8192, (0, 16384), \
     "0: as [select.direct] gives the frontier's shared entries; else at least this many: the\n" \
     "candidates a segment keeps in shared memory before its record (a segment with more marks\n" \
-    "its row's record overflowed, and the finisher reads the whole row again)") \
+    "its row's record overflowed, and the finisher reads the whole row again). 8192 holds every\n" \
+    "uniform 256K row split in two; it costs no shared memory beside the finisher's form\n" \
+    "(docs/decisions/2026-12-04-split-row-histogram-finisher.md)") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row") \

@@ -413,15 +413,18 @@ TEST(JitPlanner, ShortRowShapes) {
 // grow, the plan says why, and a capacity past the target's shared memory is
 // refused naming that key.
 TEST(JitPlanner, SplitSegmentCapacity) {
-  const Plan base = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "split", 64);
+  const Policy off = edited_policy([](Policy& p) { p.split.segment_capacity = 0; });
+  const Plan base = plan_for(2048, 262144, 0, "sm_90", off, "split", 64);
   EXPECT_EQ(base.constant("kFrontierSharedCapacity"), "4096");
-  const Policy wide = edited_policy([](Policy& p) { p.split.segment_capacity = 8192; });
-  const Plan plan = plan_for(2048, 262144, 0, "sm_90", wide, "split", 64);
+  const Plan plan = plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "split", 64);
   EXPECT_EQ(plan.constant("kFrontierSharedCapacity"), "8192");
   EXPECT_GE(plan.dynamic_smem_bytes, base.dynamic_smem_bytes);  // the finisher's shared form may hold more already
   bool said = false;
   for (const std::string& d : plan.derived) said = said || contains(d, "[select.split.segment_capacity 8192]");
   EXPECT_TRUE(said) << plan.parameters_text();
+  // The default fits every target's shared memory at every K the split takes.
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90"})
+    for (int k : {1, 256, 2048, 8192}) EXPECT_NO_THROW((void)plan_for(k, 262144, 0, arch, Policy::defaults(), "split", 4)) << arch << " K=" << k;
   // Below the direct family's entries it changes nothing.
   const Policy low = edited_policy([](Policy& p) { p.split.segment_capacity = 1024; });
   EXPECT_EQ(plan_for(2048, 262144, 0, "sm_90", low, "split", 64).constant("kFrontierSharedCapacity"), "4096");
@@ -533,11 +536,14 @@ TEST(JitPlanner, SharedFrontierGrowsWithK) {
   Policy big = d;
   big.direct.frontier_shared_capacity = 16384;  // the capacity is a floor, the limit caps only the rise
   EXPECT_EQ(frontier_shared_entries(8192, big), 16384);
+  Policy split_off = d;
+  split_off.split.segment_capacity = 0;  // the split's own floor (SplitSegmentCapacity) aside
   for (const char* family : {"sampled", "split"}) {
     const int64_t rows = std::string(family) == "split" ? 4 : 4096;
-    const Plan k4096 = plan_for(4096, 262144, 0, "sm_90", d, family, rows);
+    const Policy& policy = std::string(family) == "split" ? split_off : d;
+    const Plan k4096 = plan_for(4096, 262144, 0, "sm_90", policy, family, rows);
     EXPECT_TRUE(contains(k4096.parameters_text(), "kFrontierSharedCapacity=8192\n")) << family << k4096.parameters_text();
-    const Plan k2048 = plan_for(2048, 262144, 0, "sm_90", d, family, rows);
+    const Plan k2048 = plan_for(2048, 262144, 0, "sm_90", policy, family, rows);
     EXPECT_TRUE(contains(k2048.parameters_text(), "kFrontierSharedCapacity=4096\n")) << family << k2048.parameters_text();
     // The sampled block's shared memory is sized for the larger frontier: 8
     // bytes an entry more (split's finisher reuses the frontier's bytes).
@@ -930,8 +936,10 @@ TEST(JitCacheKey, ChangesWhenThePlanChanges) {
       {"vector_bytes=4", plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.vector_bytes = 4; }))},
       {"frontier_global_capacity=0",
        plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_global_capacity = 0; }))},
-      {"frontier_shared_capacity=8192",
-       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 8192; }))},
+      {"frontier_shared_capacity=12288",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.direct.frontier_shared_capacity = 12288; }))},
+      {"split.segment_capacity=0",
+       plan_for(2048, 100000, 0, "sm_90", with_policy([](Policy& p) { p.split.segment_capacity = 0; }))},
       {"primary_confidence=0", plan_for(1024, 100000, 0, "sm_90",
                                         with_policy([](Policy& p) { p.sampled.primary_confidence = 0.0; }), "sampled")},
       {"block_threads=256",
