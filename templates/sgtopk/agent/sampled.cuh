@@ -82,8 +82,9 @@ struct SampledAgent {
     // visit(sample) for every sample, kViewLoadsInFlight independent gathers in
     // flight per thread before the first is visited (consecutive threads
     // take consecutive samples: a block's neighbours share their sectors).
+    // With `kept`, sample j is also stored at kept[j - first].
     template <typename Visit>
-    SGTOPK_DEVICE void for_each(Visit&& visit) const {
+    SGTOPK_DEVICE void for_each(Visit&& visit, float* kept = nullptr) const {
       constexpr int kGather = Config::kViewLoadsInFlight;
       for (int base = first; base < count; base += Config::kThreads * kGather) {
         float sample[kGather];
@@ -92,10 +93,23 @@ struct SampledAgent {
           const int j = base + u * Config::kThreads + static_cast<int>(threadIdx.x);
           sample[u] = j < count ? __ldg(scores + view_position<Config::kViewBlock>(j, seed, stride))
                                 : __int_as_float(0x7fc00000);
+          if (kept != nullptr && j < count) kept[j - first] = sample[u];
         }
 #pragma unroll
         for (int u = 0; u < kGather; ++u) visit(sample[u]);
       }
+    }
+  };
+
+  // The view's samples as the first look kept them in shared memory (none:
+  // the second look gathers them again).
+  struct KeptView {
+    const float* samples;
+    int count;
+
+    template <typename Visit>
+    SGTOPK_DEVICE void for_each(Visit&& visit) const {
+      for (int j = static_cast<int>(threadIdx.x); j < count; j += Config::kThreads) visit(samples[j]);
     }
   };
 
@@ -114,8 +128,8 @@ struct SampledAgent {
   // candidates instead of a whole coarse bin's (16 K on 1M uniform rows).
   // A boundary that fell back to -inf's bin keeps it. Called after a barrier;
   // ends with one when it sharpens (a row it skips returns at once).
-  template <typename Span>
-  static SGTOPK_DEVICE void sharpen(SelectionState& state, const View& view, const RankBin (&found)[2],
+  template <typename Span, typename Samples>
+  static SGTOPK_DEVICE void sharpen(SelectionState& state, const Samples& view, const RankBin (&found)[2],
                                     const u32 (&ranks)[2], u32 tau0, u32 tau1, u32 trigger) {
     constexpr u32 kHalf = kCoarseBins / 2;
     static_assert(kHalf == (1u << SubBins::kDigitBits), "two digit histograms fill the coarse one");
@@ -151,9 +165,14 @@ struct SampledAgent {
   // Phase 1. Returns false when the view is too small to propose anything.
   // With a cluster's Span, the CTA of rank `part` histograms its share of the
   // view and the span's histograms are combined: every CTA proposes the same.
+  // With `kept` (shared memory free until the proposal returns, room for
+  // `kept_capacity` floats), a view of at most that many samples is kept
+  // there for the fine proposal's second look: the split's CTAs all gather
+  // the same samples at once, and a second gather cost about as much as the
+  // first (docs/decisions/2026-12-04-split-latency-breakdown.md).
   template <typename Span = BlockSpan>
   static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
-                                    Proposal* proposal, int part = 0) {
+                                    Proposal* proposal, int part = 0, float* kept = nullptr, int kept_capacity = 0) {
     const bool wide = static_cast<long long>(len) >= Config::kWideRowThreshold;
     const int stride = wide ? Config::kStrideWide : Config::kStrideNarrow;
     const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
@@ -170,10 +189,13 @@ struct SampledAgent {
     const int first = static_cast<int>(static_cast<long long>(view) * part / Span::kCtas);
     const int end = static_cast<int>(static_cast<long long>(view) * (part + 1) / Span::kCtas);
     const View view_of_row{scores, first, end, seed, stride};
-    view_of_row.for_each([&](float sample) {
-      const u32 bin = coarse_key(sample);
-      if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
-    });
+    const bool keep = kept != nullptr && end - first <= kept_capacity;  // block-uniform
+    view_of_row.for_each(
+        [&](float sample) {
+          const u32 bin = coarse_key(sample);
+          if (bin != 0u) atomicAdd(&state.histogram[bin], 1u);
+        },
+        keep ? kept : nullptr);
     __syncthreads();
     Span::combine(state);
     const u32 ranks[2] = {q0, q1};
@@ -185,7 +207,10 @@ struct SampledAgent {
     __syncthreads();
     if constexpr (Config::kFineTriggerWide != 0 || Config::kFineTriggerNarrow != 0) {
       const u32 trigger = static_cast<u32>(wide ? Config::kFineTriggerWide : Config::kFineTriggerNarrow);
-      if (trigger != 0u) sharpen<Span>(state, view_of_row, found, ranks, tau0, tau1, trigger);
+      if (trigger != 0u) {
+        if (keep) sharpen<Span>(state, KeptView{kept, end - first}, found, ranks, tau0, tau1, trigger);
+        else sharpen<Span>(state, view_of_row, found, ranks, tau0, tau1, trigger);
+      }
     }
     proposal->primary_low = state.proposal_primary_low;
     proposal->secondary_low = state.proposal_secondary_low;

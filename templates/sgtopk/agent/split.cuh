@@ -412,7 +412,9 @@ struct SplitAgent {
     store.global_index = reinterpret_cast<u32*>(rec.slice() + Config::kFrontierGlobalCapacity);
     PhaseClock<Config::kRouteStats> clock(p.route_stats);
     typename Sampled::Proposal proposal{0.0f, 0.0f};
-    const bool viewed = Sampled::propose(state, task.scores, task.len, r, &proposal);
+    // The frontier's bytes (value and index a candidate) keep the view.
+    const bool viewed = Sampled::propose(state, task.scores, task.len, r, &proposal, 0,
+                                         reinterpret_cast<float*>(frontier_bytes), 2 * Config::kFrontierSharedCapacity);
     clock.lap(kCyclesProposal);
     if (!viewed) {
       // Every CTA of the row finds the view too small (that depends on len
