@@ -154,7 +154,7 @@ struct SampledAgent {
     // Ranks within the boundary bins; tau1's digits lie below all of tau0's.
     const u32 digit_ranks[2] = {ranks[0] - found[0].above, in_tau0 + ranks[1] - found[1].above};
     RankBin digit[2];
-    find_rank_bins_by_warp<kCoarseBins, 2>(state.histogram, digit_ranks, state.scratch, digit);
+    find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, digit_ranks, state.scratch, digit);
     if (threadIdx.x == 0) {
       state.proposal_primary_low = sub0.endpoint(digit[0].bin - kHalf);
       if (sharpen1) state.proposal_secondary_low = sub1.endpoint(digit[1].bin);
@@ -200,7 +200,7 @@ struct SampledAgent {
     Span::combine(state);
     const u32 ranks[2] = {q0, q1};
     RankBin found[2];  // primary, secondary
-    find_rank_bins_by_warp<kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
+    find_rank_bins<Config::kThreads, kCoarseBins, 2>(state.histogram, ranks, state.scratch, found);
     const u32 tau0 = found[0].total >= q0 ? found[0].bin : kCoarseKeyMinNumber;
     const u32 tau1 = found[1].total >= q1 ? found[1].bin : kCoarseKeyMinNumber;
     coarse_bin_lower_endpoints(tau0, tau1, state.proposal_primary_low, state.proposal_secondary_low);

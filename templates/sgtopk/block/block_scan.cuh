@@ -93,60 +93,6 @@ SGTOPK_DEVICE void find_rank_bins(const u32* bins, const u32 (&ranks)[kRanks], u
   for (int q = 0; q < kRanks; ++q) found[q] = RankBin{answers[3 * q], answers[3 * q + 1], answers[3 * q + 2], total};
 }
 
-// The same answers from the first warp alone, one barrier: lane l owns the
-// kBins/32 bins l-th from the top, sums them in 16-byte reads (each lane
-// starting at another quad, so a quarter warp's reads hit distinct banks),
-// and one warp scan places every rank. For the 2048 coarse bins of a CTA of
-// many warps this costs a third of the block scan's three barriers
-// (docs/decisions/2026-12-04-split-segment-capacity-and-kept-view.md).
-// `bins` 16-byte aligned; the caller may change them on return.
-template <int kBins, int kRanks>
-SGTOPK_DEVICE void find_rank_bins_by_warp(const u32* bins, const u32 (&ranks)[kRanks], u32* scratch,
-                                          RankBin (&found)[kRanks]) {
-  constexpr int kPerLane = kBins / 32, kQuads = kPerLane / 4;
-  static_assert(kBins % 128 == 0 && (kQuads & (kQuads - 1)) == 0, "a power-of-two count of quads a lane");
-  static_assert(kScanWords + 3 * kRanks + 1 <= kRankScratchWords, "scratch holds three words per rank and the total");
-  u32* answers = scratch + kScanWords;
-  if (threadIdx.x < 32) {
-    const int lane = static_cast<int>(threadIdx.x);
-    const int first = kBins - (lane + 1) * kPerLane;  // the lowest bin owned
-    const uint4* quads = reinterpret_cast<const uint4*>(bins + first);
-    u32 owned = 0;
-#pragma unroll
-    for (int j = 0; j < kQuads; ++j) {
-      const uint4 q = quads[(j + lane) & (kQuads - 1)];
-      owned += q.x + q.y + q.z + q.w;
-    }
-    u32 inclusive = owned;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const u32 up = __shfl_up_sync(0xffffffffu, inclusive, d);
-      if (lane >= d) inclusive += up;
-    }
-    if (lane == 31) answers[3 * kRanks] = inclusive;
-#pragma unroll
-    for (int r = 0; r < kRanks; ++r) {
-      const u32 rank = ranks[r];
-      u32 above = inclusive - owned;
-      if (above < rank && rank <= inclusive) {  // one lane: its bins again, from the highest
-        for (int j = kPerLane - 1; j >= 0; --j) {
-          const u32 count = bins[first + j];
-          if (above < rank && rank <= above + count) {
-            answers[3 * r] = static_cast<u32>(first + j);
-            answers[3 * r + 1] = above;
-            answers[3 * r + 2] = count;
-          }
-          above += count;
-        }
-      }
-    }
-  }
-  __syncthreads();
-  const u32 total = answers[3 * kRanks];
-#pragma unroll
-  for (int r = 0; r < kRanks; ++r) found[r] = RankBin{answers[3 * r], answers[3 * r + 1], answers[3 * r + 2], total};
-}
-
 template <int kThreads, int kBins>
 SGTOPK_DEVICE RankBin find_rank_bin(const u32* bins, u32 rank, u32* scratch) {
   const u32 ranks[1] = {rank};
