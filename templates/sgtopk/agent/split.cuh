@@ -103,18 +103,6 @@ struct SplitAgent {
     return static_cast<int>((w + 63) / 64 * 64);
   }
 
-  // Asks L2 for the first kThreads 128-byte lines of segment s before the
-  // proposal: its gathers and scans hide the fetch, and the segment pass
-  // that follows finds them in L2 (the lines lie inside the row's
-  // allocation: the first rounded down to 128 bytes, none past the segment).
-  static SGTOPK_DEVICE void prefetch_segment(const float* scores, int len, int active, int s) {
-    const int width = segment_width(len, active);
-    const int begin = min_of(len, s * width), end = min_of(len, begin + width);
-    const unsigned long long line =
-        (reinterpret_cast<unsigned long long>(scores + begin) & ~127ull) + 128ull * threadIdx.x;
-    if (line < reinterpret_cast<unsigned long long>(scores + end)) hw::prefetch_l2(reinterpret_cast<const void*>(line));
-  }
-
   // The segment pass: stores each score >= low of [0, len) in the CTA's
   // shared frontier slots (state.next_count counts them, stored or not),
   // counts those >= primary_low in state.committed and the stored ones'
@@ -422,7 +410,6 @@ struct SplitAgent {
     store.shared_index = reinterpret_cast<u32*>(frontier_bytes) + Config::kFrontierSharedCapacity;
     store.global_value = rec.slice();
     store.global_index = reinterpret_cast<u32*>(rec.slice() + Config::kFrontierGlobalCapacity);
-    prefetch_segment(task.scores, task.len, active, s);
     PhaseClock<Config::kRouteStats> clock(p.route_stats);
     typename Sampled::Proposal proposal{0.0f, 0.0f};
     // The frontier's bytes (value and index a candidate) keep the view.
