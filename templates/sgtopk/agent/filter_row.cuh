@@ -394,7 +394,10 @@ struct FilterRowAgent {
     });
     if (threadIdx.x == 0) s.total = 0u;
     __syncthreads();
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    // The warps' sums: with the outputs' code (no top-p alone there), the
+    // reduction's registers would spill 8 bytes, and each thread adds its own.
+    if constexpr (kMoreOutputs) atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    else add_block_sum(&s.total, local);
     __syncthreads();
     u64 total = s.total;
     if (t != 0xffffffffu) total += static_cast<u64>(t) * mass_of(float_from_ordered_key(b), top);
@@ -581,7 +584,7 @@ struct FilterRowAgent {
         if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
       }
     });
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    add_block_sum(&s.total, local);
     const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
     const u32 windowed = s.candidates;
@@ -911,7 +914,7 @@ struct FilterRowAgent {
         if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u)), top);
     };
     stream_row(row.logits, row.len, visit);
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    add_block_sum(&s.total, local);
     __syncthreads();
     const u64 total = s.total;
     __syncthreads();
@@ -1025,7 +1028,7 @@ struct FilterRowAgent {
     __syncthreads();
     u32 local = 0;
     for (int i = threadIdx.x; i < src.len; i += kThreads) local += src.key(i) > b ? 1u : 0u;
-    atomicAdd(reinterpret_cast<unsigned long long*>(&s.total), static_cast<unsigned long long>(local));
+    add_block_sum(&s.total, local);
     __syncthreads();
     const u32 n = static_cast<u32>(s.total);
     __syncthreads();
