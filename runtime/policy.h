@@ -205,7 +205,7 @@
     "candidates a segment keeps in shared memory before its record (a segment with more marks\n" \
     "its row's record overflowed, and the finisher reads the whole row again). 8192 holds every\n" \
     "uniform 256K row split in two; it costs no shared memory beside the finisher's form\n" \
-    "(docs/decisions/2026-12-04-split-row-histogram-finisher.md)") \
+    "(docs/decisions/2026-12-04-split-segment-capacity-and-kept-view.md)") \
   X(INT, candidate_capacity, 16384, (256, int64_t{1} << 22), \
     "candidates stored per row for its finisher; with more, the finisher admits them again in\n" \
     "one pass of its own over the row") \

@@ -167,9 +167,9 @@ struct SampledAgent {
   // view and the span's histograms are combined: every CTA proposes the same.
   // With `kept` (shared memory free until the proposal returns, room for
   // `kept_capacity` floats), a view of at most that many samples is kept
-  // there for the fine proposal's second look: the split's CTAs all gather
-  // the same samples at once, and a second gather cost about as much as the
-  // first (docs/decisions/2026-12-04-split-latency-breakdown.md).
+  // there for the fine proposal's second look, which then reads shared
+  // memory instead of gathering the view again
+  // (docs/decisions/2026-12-04-split-segment-capacity-and-kept-view.md).
   template <typename Span = BlockSpan>
   static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
                                     Proposal* proposal, int part = 0, float* kept = nullptr, int kept_capacity = 0) {

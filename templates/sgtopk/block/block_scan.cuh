@@ -40,9 +40,8 @@ SGTOPK_DEVICE T block_exclusive_sum(T value, T* scratch, T* block_total) {
 // Adds every thread's `value` to the shared word *sum: each warp's sum
 // first, then one atomic a warp. A 64-bit shared atomicAdd is a
 // compare-and-swap loop, so one a thread on one word retries quadratically
-// in the threads (39% of top-p alone's finisher under Nsight Compute,
-// docs/decisions/2026-12-04-filter-total-by-warp.md). Every lane of every
-// warp calls it.
+// in the threads (docs/decisions/2026-12-04-filter-total-by-warp.md).
+// Every lane of every warp calls it.
 SGTOPK_DEVICE void add_block_sum(u64* sum, u64 value) {
   const int lane = static_cast<int>(threadIdx.x & 31);
 #pragma unroll
