@@ -14,9 +14,7 @@
 // (a finite one is narrowed, by round to nearest even).
 // SAMPLE_SIZE / SAMPLE_SIGMAS: the sampled route's Config (filter.sample_size,
 // filter.sample_sigmas). EXPECT_ROUTES: fail unless some row took the
-// sampled route and some row fell back from it to the exact one;
-// EXPECT_WINDOW: unless some top-p-alone row was decided by the sample's
-// window (the exact route's top_p_in_window). IN_PLACE:
+// sampled route and some row fell back from it to the exact one. IN_PLACE:
 // out is logits.
 // CANDIDATES=C: the candidate output with capacity C (row stride C + 3),
 // checked against the reference: the count (one the contract accepts), the
@@ -53,7 +51,7 @@
 #include "reference/row_families.h"
 
 // The rows each route took (thread 0 counts): the template's hook.
-inline std::atomic<long> g_routes[4];
+inline std::atomic<long> g_routes[3];
 #define SGTOPK_FILTER_ROUTE(route) (threadIdx.x == 0 ? (void)g_routes[route].fetch_add(1) : (void)0)
 #include "sgtopk/agent/filter_split.cuh"
 using namespace sgtopk;
@@ -459,20 +457,14 @@ int main(int argc, char** argv) {
     }
   }
   const long sampled = g_routes[Agent::kRouteSampled], fallback = g_routes[Agent::kRouteFallback],
-             exact = g_routes[Agent::kRouteExact], window = g_routes[Agent::kRouteWindow];
+             exact = g_routes[Agent::kRouteExact];
 #ifdef EXPECT_ROUTES
   if (sampled == 0 || fallback == 0) {
     std::printf("BAD routes: expected both the sampled route and a fallback from it\n");
     ++bad;
   }
 #endif
-#ifdef EXPECT_WINDOW
-  if (window == 0) {
-    std::printf("BAD routes: expected some top-p-alone row decided by the sample's window\n");
-    ++bad;
-  }
-#endif
-  std::printf("rows %d bad %d (routes: sampled %ld, fallback %ld, exact %ld, of them by the window %ld; candidates %ld rows, %ld truncated; sampled tokens %ld)\n",
-              rows, bad, sampled, fallback, exact, window, candidate_rows, truncated_rows, sampled_rows);
+  std::printf("rows %d bad %d (routes: sampled %ld, fallback %ld, exact %ld; candidates %ld rows, %ld truncated; sampled tokens %ld)\n",
+              rows, bad, sampled, fallback, exact, candidate_rows, truncated_rows, sampled_rows);
   return bad == 0 ? 0 : 1;
 }

@@ -134,9 +134,7 @@ struct FilterRowAgent {
   static_assert(kLoadsInFlight >= 1 && kLoadsInFlight <= 8, "filter.loads_in_flight: 1..8");
   // A row's route: the sampled one decided it; the sampled one failed and
   // the exact one ran; the sample predicted a failure and the exact one ran.
-  // kRouteWindow counts again the top-p-alone rows of the exact route that
-  // the sample's window decided (top_p_in_window).
-  enum Route { kRouteSampled, kRouteFallback, kRouteExact, kRouteWindow };
+  enum Route { kRouteSampled, kRouteFallback, kRouteExact };
 
   typedef FilterRowShared Shared;
   static_assert(kDigitBits == 11, "boundary() resolves 32-bit keys in rounds of 11, 11 and 10 bits");
@@ -537,19 +535,41 @@ struct FilterRowAgent {
   // pass histograms every key's count and mass by its first digit (Z is the
   // mass histogram's sum), which is also the first mass round; the keys of
   // the digit it finds are every key a later round counts (those above are
-  // its `above`). Where they fit the buffer one more pass gathers them and
-  // the later rounds run over it; else rounds 1 and 2 read the row. The same
-  // integers as top_p_boundary(row, ...) at every step, hence the same b and
-  // t. The route where the sample's window misses (top_p_in_window).
+  // its `above`). The same pass gathers the keys of the three first digits
+  // around `hint` (the sample's boundary key, 0: none) into the candidate
+  // buffer's keys and indices, read as one window of keys (not in the
+  // kernels with the candidate or sample output): where the digit found is
+  // among them and they fit, the later rounds run over them.
+  // Otherwise, where its keys fit the buffer, one more pass gathers them;
+  // else rounds 1 and 2 read the row. The same integers as
+  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  static constexpr int kWindowKeys = 2 * kFilterCandidates;
+  static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
+  // The window's first digits: the hint's and its two neighbours; empty
+  // (low > high) without a hint, or in the kernels with the outputs' code.
+  struct WindowDigits {
+    u32 low, high;
+  };
+  static SGTOPK_DEVICE WindowDigits window_digits(u32 hint) {
+    const u32 centre = hint >> 21;
+    if (hint == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
+    return WindowDigits{centre == 0u ? 0u : centre - 1u, min_of(centre + 1u, static_cast<u32>(kDigits - 1))};
+  }
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
-                                        u32* copies) {
+                                        u32* copies, u32 hint) {
     const float top = float_from_ordered_key(max_key);
+    const WindowDigits digits = window_digits(hint);
+    const u32 low = digits.low, high = digits.high;
+    u32* window = window_keys(s);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
       s.mass_words[0][i] = s.mass_words[1][i] = 0u;
     }
-    if (threadIdx.x == 0) s.total = 0u;
+    if (threadIdx.x == 0) {
+      s.total = 0u;
+      s.candidates = 0u;
+    }
     __syncthreads();
     u64 local = 0;
     for_each_key(row, [&](float x, u32 key, int) {
@@ -558,11 +578,17 @@ struct FilterRowAgent {
       local += m;
       atomicAdd(&s.count[d], 1u);
       add_mass(s, d, m);
+      if constexpr (!kMoreOutputs) {  // with the outputs' code, 64 registers a thread leave none for it
+        const bool take = d >= low && d <= high;
+        const u32 slot = warp_append(take, &s.candidates);
+        if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+      }
     });
     add_block_sum(&s.total, local);
     const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
-    __syncthreads();  // every thread has read the total
+    const u32 windowed = s.candidates;
+    __syncthreads();  // every thread has read the total and the window's count
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
@@ -574,7 +600,11 @@ struct FilterRowAgent {
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
-    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+    if (first.digit >= low && first.digit <= high && windowed <= static_cast<u32>(kWindowKeys)) {
+      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
+    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
       if (threadIdx.x == 0) s.candidates = 0u;
       __syncthreads();
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
@@ -586,147 +616,6 @@ struct FilterRowAgent {
     const u64 each = mass_of(float_from_ordered_key(bp), top);
     b = bp;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
-  }
-
-  // ---- top-p alone by the sample's window (docs/filter-design.md, "Top-p
-  // alone"): the sorted sample names keys [lo, hi] around its own top-p
-  // boundary; one pass gathers the row's keys in that window, one pass sums
-  // every key's mass (Z), the mass above hi and inside the window (plain
-  // sums, no shared atomic a key), and where the target lies inside the
-  // window the rounds run over its keys alone. Speed only: where the window
-  // overflows or misses, top_p_alone runs; the same integers either way.
-  struct Window {
-    u32 lo, hi;  // scaled keys; empty where lo > hi
-    SGTOPK_DEVICE bool empty() const { return lo > hi; }
-  };
-  static constexpr int kWindowKeys = 2 * kFilterCandidates;  // keys alone: the candidate keys and indices as one array
-  static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
-
-  // The boundary (mass rounds) over the keys of `c` in [lo, hi], `above` the
-  // mass above hi and target - above at most the mass of c's keys in the
-  // window: each round cuts the remaining key range into at most kDigits
-  // equal bins (key - base) >> shift, so keys spread over the bins however
-  // narrow the window. Sets *above_out to the mass strictly above the key.
-  template <typename Source>
-  static SGTOPK_DEVICE u32 range_boundary(Shared& s, const Source& c, u32 lo, u32 hi, u64 target, float top, u64 above,
-                                          u64* above_out) {
-    u32 base = lo, span = hi - lo;  // the keys left: [base, base + span]
-    for (;;) {
-      const int bits = 32 - __clz(span);
-      const int shift = bits > kDigitBits ? bits - kDigitBits : 0;
-      for (int i = threadIdx.x; i < kDigits; i += kThreads) s.mass_words[0][i] = s.mass_words[1][i] = 0u;
-      __syncthreads();
-      for_each_key(c, [&](float x, u32 key, int) {
-        if (key < base || key - base > span) return;
-        add_mass(s, (key - base) >> shift, mass_of(x, top));
-      });
-      const Found f = scan_digits(finish_mass(s), target - above, s.scratch);
-      above += f.above;
-      base += f.digit << shift;
-      span = min_of(span - (f.digit << shift), (1u << shift) - 1u);
-      __syncthreads();  // scratch and bins are rewritten next round
-      if (shift == 0) break;
-    }
-    *above_out = above;
-    return base;
-  }
-
-  // Top-p alone over the `windowed` keys (scaled) of window w in
-  // window_keys(s), max_key the row's largest key: one pass over `row` sums
-  // Z and the masses above and inside the window; false (b, t untouched)
-  // where the keys overflowed the buffer or the target lies outside them.
-  template <typename Source>
-  static SGTOPK_DEVICE bool top_p_in_window(Shared& s, const Source& row, float top_p, u32 max_key, Window w, u32 windowed,
-                                            u32& b, u32& t, u32* copies) {
-    if (windowed > static_cast<u32>(kWindowKeys)) return false;
-    const float top = float_from_ordered_key(max_key);
-    if (threadIdx.x < 3) s.mass[threadIdx.x] = 0u;  // Z, above the window, inside it
-    __syncthreads();
-    u64 z = 0, above = 0, inside = 0;
-    for_each_key(row, [&](float x, u32 key, int) {
-      const u64 m = mass_of(x, top);
-      z += m;
-      if (key > w.hi) above += m;
-      else if (key >= w.lo) inside += m;
-    });
-    add_block_sum(&s.mass[0], z);
-    add_block_sum(&s.mass[1], above);
-    add_block_sum(&s.mass[2], inside);
-    __syncthreads();
-    z = s.mass[0];
-    above = s.mass[1];
-    inside = s.mass[2];
-    __syncthreads();  // every thread has read the sums: the rounds clear them
-    if (top_p <= 0.0f || z == 0u) {  // the first token of the order only
-      b = max_key;
-      t = 1u;
-      return true;
-    }
-    const u64 target = mass_target(top_p, z);
-    if (target <= above || target - above > inside) return false;
-    const Candidates c{window_keys(s), static_cast<int>(windowed)};
-    u64 mass_above = 0;
-    const u32 bp = range_boundary(s, c, w.lo, w.hi, target, top, above, &mass_above);
-    *copies = count_copies(c, bp);  // bp is in the window: all its copies
-    const u64 each = mass_of(float_from_ordered_key(bp), top);
-    b = bp;
-    t = static_cast<u32>((target - mass_above + each - 1u) / each);
-    return true;
-  }
-
-  // The unscaled keys of window w: [*lowest, *highest] (dividing by T > 0 is
-  // monotone); *lowest is 0xffffffff where no logit scales into it.
-  static SGTOPK_DEVICE void unscaled_window(const Row& row, Window w, u32* lowest, u32* highest) {
-    *lowest = unscaled_threshold(row, w.lo);
-    const u32 past = w.hi == 0xffffffffu ? 0xffffffffu : unscaled_threshold(row, w.hi + 1u);
-    *highest = past == 0xffffffffu ? 0xffffffffu : past - 1u;
-  }
-
-  // One pass: the row's largest key into s.max_key and the keys of window w
-  // into window_keys(s) (counted past kWindowKeys; warp-aggregated appends),
-  // both scaled after it. Returns the count.
-  static SGTOPK_DEVICE u32 gather_window(Shared& s, const Row& row, Window w) {
-    u32 lowest, highest;
-    unscaled_window(row, w, &lowest, &highest);
-    if (threadIdx.x == 0) {
-      s.max_key = 0u;
-      s.candidates = 0u;
-    }
-    __syncthreads();
-    u32* keys = window_keys(s);
-    u32 local_max = 0u;
-    auto visit = [&](const u32(&words)[4], int, u32 valid) {
-      u32 take = 0u;
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u) {
-        const u32 key = ordered_key(Logit::widen(element(words, u)));
-        if ((valid >> u) & 1u) {
-          local_max = max_of(local_max, key);
-          if (key >= lowest && key <= highest) take |= 1u << u;
-        }
-      }
-      if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;
-      u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((take >> u) & 1u) {
-          if (slot < static_cast<u32>(kWindowKeys)) keys[slot] = ordered_key(Logit::widen(element(words, u)));
-          ++slot;
-        }
-    };
-    stream_row(row.logits, row.len, visit);
-    local_max = warp_max(local_max);
-    if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
-    __syncthreads();
-    const u32 count = s.candidates;
-    if (row.scales) {
-      const int stored = static_cast<int>(min_of(count, static_cast<u32>(kWindowKeys)));
-      for (int i = threadIdx.x; i < stored; i += kThreads) keys[i] = scaled_key(row, keys[i]);
-      __syncthreads();  // every thread has read the unscaled largest key
-      if (threadIdx.x == 0) s.max_key = scaled_key(row, s.max_key);
-    }
-    __syncthreads();
-    return count;
   }
 
   // ---- the sampled route: a strided sample proposes a key threshold tau;
@@ -883,17 +772,16 @@ struct FilterRowAgent {
 
   // The threshold tau the gather admits keys from; false where the sample
   // predicts the candidates would not fit the buffer (the exact route then
-  // runs at once), or where kSampleSize is 0 (the exact route only). For
-  // top-k the sample rank of k is about k * n / len; for top-p alone, the
-  // sample keys whose mass (the sample's own softmax) reaches p. Either
-  // count goes up by kSampleSigmas standard deviations (and one), so that
-  // the row holds fewer keys above tau than the route needs only rarely; tau
-  // is the sample key of that rank. Speed only: the gather checks what the
-  // decisions need. For top-p alone, *window (where given) is set to the
-  // sample's window (sample_window), even where this returns false.
+  // runs at once), or where kSampleSize is 0 (the exact route only). For top-k the sample rank of k is about k * n / len; for
+  // top-p alone, the sample keys whose mass (the sample's own softmax)
+  // reaches p. Either count goes up by kSampleSigmas standard deviations
+  // (and one), so that the row holds fewer keys above tau than the route
+  // needs only rarely; tau is the sample key of that rank. Speed only: the
+  // gather checks what the decisions need. For top-p alone, *hint (where
+  // given) is the sample's own boundary key, even where this returns false:
+  // top_p_alone() gathers the keys near it in its histogram pass.
   static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
-                                    Window* window = nullptr) {
-    if (window) *window = Window{1u, 0u};
+                                    u32* hint = nullptr) {
     if (kSampleSize == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
@@ -901,21 +789,29 @@ struct FilterRowAgent {
     }
     if (top_k_on && k > kFilterCandidates) return false;
     const int n = sample_count(row.len);
-    if constexpr (!kMoreOutputs) {
-      if (!top_k_on) return propose_top_p(s, row, n, top_p, tau, window);
+    if (threadIdx.x == 0) s.max_key = 0u;
+    __syncthreads();
+    u32 local_max = 0u;
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const u32 key = row.key(sample_index(row.len, i));
+      s.candidate_key[i] = key;
+      local_max = max_of(local_max, key);
     }
-    for (int i = threadIdx.x; i < n; i += kThreads) s.candidate_key[i] = row.key(sample_index(row.len, i));
+    atomicMax(&s.max_key, local_max);
     __syncthreads();
     const Candidates sample{s.candidate_key, n};
-    double expected = static_cast<double>(k) * n / row.len;  // sample keys at or above the k-th
-    if (!top_k_on) {  // the kernels with the outputs (propose_top_p's sort spills there): mass rounds over the sample
-      const float top = float_from_ordered_key(block_max_key(s, sample));
+    double expected;  // sample keys at or above the boundary the route needs
+    if (top_k_on) {
+      expected = static_cast<double>(k) * n / row.len;
+    } else {
+      const float top = float_from_ordered_key(s.max_key);
       const u64 total = survivors_mass(s, sample, top, 0u, 0xffffffffu);
       expected = 1.0;
       if (top_p > 0.0f && total != 0u) {
         u64 mass_above = 0;
         const u32 at = boundary(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
+        if (hint) *hint = at;
       }
     }
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
@@ -925,66 +821,6 @@ struct FilterRowAgent {
     u64 above = 0;
     *tau = boundary(s, sample, static_cast<u64>(rank), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
     return true;
-  }
-
-  // propose() for top-p alone: the n sample keys sorted (descending) in the
-  // candidate keys; their masses, relative to the largest, summed in that
-  // order find e, the sample keys down to the sample's own top-p boundary.
-  // tau is the sample key of rank e + kSampleSigmas sqrt(e + 1) + 1.
-  static SGTOPK_DEVICE bool propose_top_p(Shared& s, const Row& row, int n, float top_p, u32* tau, Window* window) {
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      s.candidate_key[i] = row.key(sample_index(row.len, i));
-      s.candidate_index[i] = static_cast<u32>(i);
-    }
-    __syncthreads();
-    sort_candidates(s, static_cast<u32>(n));  // ends with a barrier
-    const u32* sorted = s.candidate_key;
-    const float top = float_from_ordered_key(sorted[0]);
-    const int per = (n + kThreads - 1) / kThreads;  // thread t sums sorted keys [t per, (t + 1) per)
-    const int first = static_cast<int>(threadIdx.x) * per, end = min_of(n, first + per);
-    u64 owned = 0;
-    for (int i = first; i < end; ++i) owned += mass_of(float_from_ordered_key(sorted[i]), top);
-    u64 total;
-    const u64 before = block_exclusive_sum<kThreads, u64>(owned, s.scratch, &total);
-    u32 e = 1u;  // p <= 0 or no mass: the first key only
-    if (top_p > 0.0f && total != 0u) {
-      const u64 target = mass_target(top_p, total);  // <= total: p < 1
-      if (before < target && target <= before + owned) {  // one thread
-        u64 running = before;
-        int i = first;
-        for (; i < end - 1; ++i) {
-          running += mass_of(float_from_ordered_key(sorted[i]), top);
-          if (running >= target) break;
-        }
-        s.scratch[33] = static_cast<u64>(i + 1);
-      }
-      __syncthreads();
-      e = static_cast<u32>(s.scratch[33]);
-    }
-    if (window) *window = sample_window(s, n, e, row.len);
-    const double rank = ceil(e + kSampleSigmas * sqrt(e + 1.0)) + 1.0;
-    const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
-    const bool fits = rank <= n && predicted <= kFilterCandidates;
-    if (fits) *tau = sorted[static_cast<int>(rank) - 1];
-    __syncthreads();  // every thread has read scratch and the sorted keys
-    return fits;
-  }
-
-  // The window around sample rank e of the n sorted sample keys: ranks e - m
-  // to e + m (hi the key of rank e - m, none above: the largest key; lo that
-  // of rank e + m, past n: 0), m kSampleSigmas standard deviations of a
-  // count of e and one, less where the window's keys (about len / n a rank)
-  // would pass three quarters of kWindowKeys; empty where no rank fits.
-  static SGTOPK_DEVICE Window sample_window(const Shared& s, int n, u32 e, int len) {
-    const double per = static_cast<double>(len) / n;
-    const double fit = floor((0.75 * kWindowKeys / per - 1.0) / 2.0);
-    const double m = min_of(ceil(kSampleSigmas * sqrt(e + 1.0)) + 1.0, fit);
-    if (m < 1.0) return Window{1u, 0u};
-    const long long above = static_cast<long long>(e) - static_cast<long long>(m);  // ranks above the window
-    const long long below = static_cast<long long>(e) + static_cast<long long>(m);  // the window's lowest rank
-    const u32 hi = above >= 1 ? s.candidate_key[above - 1] : 0xffffffffu;
-    const u32 lo = below <= n ? s.candidate_key[below - 1] : 0u;
-    return Window{lo, hi};
   }
 
   // The scaled key of an unscaled one (a logit's ordered_key).
@@ -1197,19 +1033,6 @@ struct FilterRowAgent {
     const u32 n = static_cast<u32>(s.total);
     __syncthreads();
     return n + t;
-  }
-
-  // The largest key of `c`, every thread.
-  template <typename Source>
-  static SGTOPK_DEVICE u32 block_max_key(Shared& s, const Source& c) {
-    __syncthreads();  // earlier readers of s.max_key are done
-    if (threadIdx.x == 0) s.max_key = 0u;
-    __syncthreads();
-    u32 local_max = 0u;
-    for (int i = threadIdx.x; i < c.len; i += kThreads) local_max = max_of(local_max, c.key(i));
-    atomicMax(&s.max_key, local_max);
-    __syncthreads();
-    return s.max_key;
   }
 
   // The row's largest key (one pass).
@@ -1437,11 +1260,9 @@ struct FilterRowAgent {
       return;
     }
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-    u32 tau = 0u;
-    Window window{1u, 0u};
-    // No window with the candidate or sample output: their kernels have no
-    // registers left for its passes.
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
+    u32 tau = 0u, hint = 0u;
+    // No hint with the candidate or sample output (registers: see top_p_alone).
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &hint)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1460,7 +1281,7 @@ struct FilterRowAgent {
       SGTOPK_FILTER_ROUTE(try_sampled ? kRouteExact : kRouteFallback);  // not tried: the split's finisher fell back
     }
     // The exact route.
-    u32 max_key = 0u;
+    u32 max_key;
     u32 copies = 0xffffffffu;  // b's copies in the row where a buffer counted them
     if (top_k_on) {
       // One pass: the largest key, and the first digit round (all keys).
@@ -1496,19 +1317,8 @@ struct FilterRowAgent {
         if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
       }
     } else {  // top-p alone
-      bool windowed = false;
-      if constexpr (!kMoreOutputs) {
-        if (!window.empty()) {
-          const u32 count = gather_window(s, row, window);
-          max_key = s.max_key;
-          windowed = top_p_in_window(s, row, top_p, max_key, window, count, b, t, &copies);
-          if (windowed) SGTOPK_FILTER_ROUTE(kRouteWindow);
-        }
-      }
-      if (!windowed) {
-        if (window.empty()) max_key = largest_key(s, row);  // the first of the order (else gather_window found it)
-        top_p_alone(s, row, top_p, max_key, b, t, &copies);
-      }
+      max_key = largest_key(s, row);  // the first of the order
+      top_p_alone(s, row, top_p, max_key, b, t, &copies, hint);
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
     if (mask) {

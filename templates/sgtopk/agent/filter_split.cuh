@@ -18,17 +18,15 @@
 //             boundary (fewer than k, or more than the buffer) it runs
 //             filter_row's exact route over the row alone.
 //
-// Top-p alone (in the mask-only kernels): the sorted sample names a window
-// of keys around its own top-p boundary (filter_row's sample_window); each
-// segment appends the keys in it, with their indices, to the record and,
-// out of place, writes the logit's bits at or above the window and
-// mask_value below; the finisher (which alone can know the row's largest
-// key, hence the masses) loads the window's keys and runs filter_row's
-// top_p_in_window: one pass over the row, which the segments have just
-// brought into L2, sums the masses, and the rounds run over the window.
-// Out of place it then masks the window's keys below the boundary. Where
-// the record overflowed or the boundary lies outside the window, top_p_alone
-// runs over the row and the row is written whole.
+// Top-p alone (in the mask-only kernels): the sample's own top-p boundary
+// names three first digits (filter_row's window_digits); each segment
+// appends the keys in them, with their indices, to the record and, out of
+// place, writes the logit's bits at or above the window and mask_value
+// below; the finisher (which alone can know the row's largest key, hence
+// the masses) runs filter_row's top_p_alone over the row, which the
+// segments have just brought into L2, without the pass for the largest
+// key, then masks the window's keys it drops where the boundary is in the
+// window and the record holds it, else writes the row.
 //
 // Rows the split does not serve (no filter; k past the candidate buffer; a
 // sample predicting a miss; top-p alone in the kernels with the outputs'
@@ -59,15 +57,14 @@ struct FilterSplitAgent {
   // Row r's record in the workspace.
   struct Record {
     FilterSplitRowHeader* header;
-    u32* keys;     // kFilterSplitRecordKeys unscaled keys
+    u32* keys;     // kFilterCandidates unscaled keys
     u32* indices;  // their row indices
   };
   static SGTOPK_DEVICE Record record(void* workspace, int r) {
     unsigned char* base = static_cast<unsigned char*>(workspace) + static_cast<u64>(r) * filter_split_row_bytes();
     u32* keys = reinterpret_cast<u32*>(base + kFilterSplitRowHeaderBytes);
-    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterSplitRecordKeys};
+    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterCandidates};
   }
-  static_assert(kFilterSplitRecordKeys == RowAgent::kWindowKeys, "the finisher loads a whole record into the window");
 
   // Elements per segment, a multiple of 64 so that every segment starts on
   // the row's 16-byte alignment (the last may be shorter, or empty).
@@ -140,17 +137,14 @@ struct FilterSplitAgent {
   // which then holds the row's count and largest unscaled key in
   // s.scratch[1] and [2] and has restored the header.
   static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count) {
-    // A segment past its buffer adds more than the record holds, so the
-    // row's count tells the finisher that keys are missing.
-    const u32 added = count > static_cast<u32>(kFilterCandidates) ? kFilterSplitRecordKeys + 1u : count;
     if (threadIdx.x == 0) {
-      s.scratch[0] = added != 0u ? atomicAdd(&rec.header->candidates, added) : 0u;
+      s.scratch[0] = count != 0u ? atomicAdd(&rec.header->candidates, count) : 0u;
       atomicMax(&rec.header->max_key, s.max_key);
     }
     __syncthreads();
     const u32 base = static_cast<u32>(s.scratch[0]);
     const u32 stored = min_of(count, static_cast<u32>(kFilterCandidates));
-    for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterSplitRecordKeys); i += kThreads) {
+    for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterCandidates); i += kThreads) {
       rec.keys[base + i] = s.candidate_key[i];
       rec.indices[base + i] = s.candidate_index[i];
     }
@@ -215,13 +209,17 @@ struct FilterSplitAgent {
     return true;
   }
 
-  // Top-p alone on segment `segment` of row r, w the sample's window: the
-  // window's keys into the record, the segment's mask out of place; the
-  // finisher decides (finish_window).
-  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row,
-                                         typename RowAgent::Window w) {
-    u32 lowest, highest;
-    RowAgent::unscaled_window(row, w, &lowest, &highest);
+  // Top-p alone on segment `segment` of row r, `hint` the sample's boundary
+  // key: the window's keys into the record, the segment's mask out of
+  // place; the finisher decides (finish_window).
+  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row, u32 hint) {
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    // The window in unscaled keys (scaling is monotone): [lowest, highest].
+    const u32 lowest = RowAgent::unscaled_threshold(row, digits.low << 21);
+    const u32 above = digits.high + 1u >= static_cast<u32>(RowAgent::kDigits)
+                          ? 0xffffffffu
+                          : RowAgent::unscaled_threshold(row, (digits.high + 1u) << 21);
+    const u32 highest = above == 0xffffffffu ? 0xffffffffu : above - 1u;
     const int len = row.len, width = segment_width(len);
     const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
     Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
@@ -230,39 +228,29 @@ struct FilterSplitAgent {
     if (!publish(s, rec, count)) return;
     const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
     __syncthreads();  // every thread has read the totals
-    finish_window(s, p, r, rec, total, max_key, w);
+    finish_window(s, p, r, rec, total, max_key, hint);
   }
 
-  // The finisher of a top-p-alone row: `count` window keys in the record
-  // (counted past its capacity), max_key the row's largest unscaled key.
-  // top_p_in_window over the record's keys, else top_p_alone over the row;
-  // then, out of place where the window decided and the boundary's every
-  // copy is kept, mask_value over the window keys below the boundary (the
-  // segments wrote the rest); else the whole row.
+  // The finisher of a top-p-alone row: `count` window keys in the record,
+  // max_key the row's largest unscaled key. top_p_alone over the row (its
+  // histogram pass gathers the window again, scaled, for its rounds); then,
+  // out of place where the record holds the window and the boundary's
+  // every copy is kept inside it, mask_value over the window keys below the
+  // boundary (the segments wrote the rest); else the whole row.
   static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
-                                          u32 max_key, typename RowAgent::Window w) {
+                                          u32 max_key, u32 hint) {
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
-    const u32 top_key = RowAgent::scaled_key(row, max_key);
     u32 b = 0u, t = 0u, copies = 0xffffffffu;
-    bool windowed = false;
-    if (count <= static_cast<u32>(kFilterSplitRecordKeys)) {
-      u32* keys = RowAgent::window_keys(s);
-      for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
-      __syncthreads();
-      windowed = RowAgent::top_p_in_window(s, row, task.top_p, top_key, w, count, b, t, &copies);
-    }
-    if (windowed) {
-      SGTOPK_FILTER_ROUTE(RowAgent::kRouteWindow);
-    } else {
-      RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies);
-    }
+    RowAgent::top_p_alone(s, row, task.top_p, RowAgent::scaled_key(row, max_key), b, t, &copies, hint);
     SGTOPK_FILTER_ROUTE(RowAgent::kRouteExact);
     if (p.out == nullptr) return;
     Elem* out = RowAgent::output_row(p, r);
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && every_copy && windowed) {
+    if (p.out != p.logits && every_copy && count <= static_cast<u32>(kFilterCandidates) && (b >> 21) >= digits.low &&
+        (b >> 21) <= digits.high) {
       for (u32 i = threadIdx.x; i < count; i += kThreads) {
         const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
         if (RowAgent::scaled_key(row, key) < b) out[index] = mask_value;
@@ -287,10 +275,10 @@ struct FilterSplitAgent {
       u32 tau = 0u;
       if constexpr (!RowAgent::kMoreOutputs) {
         if (!task.top_k_on && task.top_p_on) {  // top-p alone: the window
-          typename RowAgent::Window w{1u, 0u};
-          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &w);
-          if (!w.empty()) {
-            top_p_window(s, p, r, segment, task.row, w);
+          u32 hint = 0u;
+          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &hint);
+          if (hint != 0u) {
+            top_p_window(s, p, r, segment, task.row, hint);
             return;
           }
         }
