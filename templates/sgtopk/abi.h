@@ -242,7 +242,7 @@ struct FilterRowShared {
 // arrival counter, their candidates' count (past the capacity too) and the
 // row's largest unscaled key, restored by the row's finisher (the last
 // segment to arrive) so that the next launch starts from zero; then the
-// candidates' unscaled keys and row indices, kFilterCandidates of each.
+// candidates' unscaled keys and row indices, kFilterSplitRecordKeys of each.
 struct FilterSplitRowHeader {
   u32 arrived;     // segments that have published their candidates
   u32 candidates;  // keys at or above the row's threshold, every segment (counted past the capacity)
@@ -251,8 +251,12 @@ struct FilterSplitRowHeader {
 };
 constexpr unsigned kFilterSplitRowHeaderBytes = 16u;
 static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the record's header is 16 bytes");
+// Keys a record holds: as many as top-p alone's window in shared memory
+// (FilterRowAgent::kWindowKeys), so that the finisher can mask a window of
+// more than kFilterCandidates keys without writing the row.
+constexpr int kFilterSplitRecordKeys = 2 * kFilterCandidates;
 SGTOPK_ABI_FN unsigned long long filter_split_row_bytes() {
-  return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterCandidates);
+  return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterSplitRecordKeys);
 }
 
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }

@@ -57,13 +57,13 @@ struct FilterSplitAgent {
   // Row r's record in the workspace.
   struct Record {
     FilterSplitRowHeader* header;
-    u32* keys;     // kFilterCandidates unscaled keys
+    u32* keys;     // kFilterSplitRecordKeys unscaled keys
     u32* indices;  // their row indices
   };
   static SGTOPK_DEVICE Record record(void* workspace, int r) {
     unsigned char* base = static_cast<unsigned char*>(workspace) + static_cast<u64>(r) * filter_split_row_bytes();
     u32* keys = reinterpret_cast<u32*>(base + kFilterSplitRowHeaderBytes);
-    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterCandidates};
+    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterSplitRecordKeys};
   }
 
   // Elements per segment, a multiple of 64 so that every segment starts on
@@ -137,14 +137,17 @@ struct FilterSplitAgent {
   // which then holds the row's count and largest unscaled key in
   // s.scratch[1] and [2] and has restored the header.
   static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count) {
+    // A segment past its own buffer adds more than the record holds, so the
+    // row's count tells the finisher that keys are missing.
+    const u32 added = count > static_cast<u32>(kFilterCandidates) ? kFilterSplitRecordKeys + 1u : count;
     if (threadIdx.x == 0) {
-      s.scratch[0] = count != 0u ? atomicAdd(&rec.header->candidates, count) : 0u;
+      s.scratch[0] = added != 0u ? atomicAdd(&rec.header->candidates, added) : 0u;
       atomicMax(&rec.header->max_key, s.max_key);
     }
     __syncthreads();
     const u32 base = static_cast<u32>(s.scratch[0]);
     const u32 stored = min_of(count, static_cast<u32>(kFilterCandidates));
-    for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterCandidates); i += kThreads) {
+    for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterSplitRecordKeys); i += kThreads) {
       rec.keys[base + i] = s.candidate_key[i];
       rec.indices[base + i] = s.candidate_index[i];
     }
@@ -249,7 +252,7 @@ struct FilterSplitAgent {
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
     const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && every_copy && count <= static_cast<u32>(kFilterCandidates) && (b >> 21) >= digits.low &&
+    if (p.out != p.logits && every_copy && count <= static_cast<u32>(kFilterSplitRecordKeys) && (b >> 21) >= digits.low &&
         (b >> 21) <= digits.high) {
       for (u32 i = threadIdx.x; i < count; i += kThreads) {
         const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
