@@ -49,6 +49,8 @@ def _records(directory):
             elif not doc.get("policy_toml") and not doc.get("family_forced"):
                 planner = (path, doc)
         elif not doc.get("policy_toml") and not doc.get("family_forced"):
+            if tag and workload in other and not other[workload][1].get("tag"):
+                continue  # the untagged record stands for its workload (e.g. filter over filter [top-p-alone])
             other[workload] = (path, doc)
     return planner, direct, other
 
