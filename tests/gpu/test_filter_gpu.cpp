@@ -765,6 +765,70 @@ std::vector<Case16> cases16() {
 INSTANTIATE_TEST_SUITE_P(Dtypes, FilterGpu16, ::testing::ValuesIn(cases16()),
                          [](const ::testing::TestParamInfo<Case16>& info) { return info.param.name(); });
 
+// Batch x vocab past 2^31 elements (bf16: 8.6 GB of device memory for the
+// logits and the mask): 8200 rows of 262208, each a copy of one of 61
+// distinct rows (a prime period, so a row read at a wrong offset reads other
+// values). The rows that start past element 2^31, and the first ones, are
+// checked against the reference; every row is checked to hold only its own
+// logits or the mask value (no poison left, nothing from another row).
+TEST(FilterGpuLaunch, RowsPastTwoToThe31Elements) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "past 2^31");
+  const int64_t rows = 8200, vocab = 262208, period = 61;
+  ASSERT_GT(rows * vocab, int64_t{1} << 31);
+  const size_t bytes = static_cast<size_t>(rows * vocab) * 2;
+  std::vector<uint16_t> distinct(static_cast<size_t>(period * vocab));
+  for (int64_t d = 0; d < period; ++d) {
+    const std::vector<float> row = make_logits(static_cast<int>(d), vocab, rng);
+    for (int64_t i = 0; i < vocab; ++i) distinct[static_cast<size_t>(d * vocab + i)] = to_bf16(row[static_cast<size_t>(i)]);
+  }
+  DeviceBuffer logits(bytes), out(bytes), d_k(static_cast<size_t>(rows) * 4), d_p(static_cast<size_t>(rows) * 4);
+  for (int64_t r = 0; r < rows; ++r)
+    check_cuda(driver().cuMemcpyHtoD(logits.ptr() + static_cast<CUdeviceptr>(r * vocab * 2),
+                                     distinct.data() + (r % period) * vocab, static_cast<size_t>(vocab) * 2),
+               "cuMemcpyHtoD");
+  out.fill_u32(kPoison16 | (uint32_t{kPoison16} << 16));
+  const RowValues values = make_values(Mode::kMixed, rows, vocab, rng);
+  ASSERT_FALSE(values.k.empty());
+  ASSERT_FALSE(values.p.empty());
+  d_k.upload(values.k);
+  d_p.upload(values.p);
+  sgtopk_plan plan = compile_filter(rows, vocab, 0, SGTOPK_BF16);
+  ASSERT_NE(plan, nullptr);
+  sgtopk_filter_args args = SGTOPK_FILTER_ARGS_INIT;
+  args.logits = logits.ptr();
+  args.out = out.ptr();
+  args.top_k = d_k.ptr();
+  args.top_p = d_p.ptr();
+  ASSERT_EQ(sgtopk_filter(plan, &args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+  synchronize();
+  const uint16_t mask = to_bf16(-kInf);
+  const int64_t first_past = ((int64_t{1} << 31) + vocab - 1) / vocab;  // the first row starting past 2^31
+  int failed = 0;
+  std::vector<uint16_t> got(static_cast<size_t>(vocab));
+  for (int64_t r = 0; r < rows && failed < 5; ++r) {
+    check_cuda(driver().cuMemcpyDtoH(got.data(), out.ptr() + static_cast<CUdeviceptr>(r * vocab * 2),
+                                     static_cast<size_t>(vocab) * 2),
+               "cuMemcpyDtoH");
+    const uint16_t* in = distinct.data() + (r % period) * vocab;
+    std::string e;
+    for (int64_t i = 0; i < vocab && e.empty(); ++i)
+      if (got[static_cast<size_t>(i)] != in[i] && got[static_cast<size_t>(i)] != mask)
+        e = "element " + std::to_string(i) + " is neither its logit nor the mask";
+    if (e.empty() && (r < 4 || r >= first_past - 2)) {
+      const std::vector<float> wide_in = widen(SGTOPK_BF16, in, vocab), wide_got = widen(SGTOPK_BF16, got.data(), vocab);
+      e = reference::check_filter_mask(wide_in.data(), vocab, values.k_of(r), values.p_of(r), wide_got.data(), -kInf,
+                                       1.0f);
+    }
+    if (!e.empty()) {
+      ++failed;
+      ADD_FAILURE() << "row " << r << " (k " << values.k_of(r) << ", p " << values.p_of(r) << "): " << e;
+    }
+  }
+  sgtopk_plan_destroy(plan);
+}
+
 // ----------------------------------------------- top-p alone, the buffer ----
 
 // Top-p alone at p on every row of `logits` (rows x the row stride: pitch,
