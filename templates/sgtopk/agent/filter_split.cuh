@@ -53,6 +53,7 @@ struct FilterSplitAgent {
   static constexpr int kPerVector = RowAgent::kPerVector;
   static constexpr unsigned kSharedBytes = RowAgent::kSharedBytes;
   static_assert(kSegments >= 1, "a split plan has segments");
+  static_assert(kFilterSplitRecordKeys == RowAgent::kWindowKeys, "a record holds a whole top-p window (abi.h)");
 
   // Row r's record in the workspace.
   struct Record {
