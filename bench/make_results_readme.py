@@ -92,7 +92,8 @@ def render_filter_table(doc, heading_level=2):
     """A filter record (bench_filter.py) as Markdown."""
     h = "#" * heading_level
     bw = doc.get("read_bandwidth_GBps")
-    out = ["%s filter%s" % (h, " [%s]" % doc["tag"] if doc.get("tag") else ""), "", "%s, commit %s, %s, read bandwidth %s GB/s; mask mode, out of place" % (
+    title = "filter" + (" [%s]" % doc["tag"] if doc.get("tag") else "")
+    out = ["%s %s" % (h, title), "", "%s, commit %s, %s, read bandwidth %s GB/s; mask mode, out of place" % (
         doc.get("date", "?"), doc.get("commit", "?"), doc.get("device", "?"),
         ("%.0f" % bw) if isinstance(bw, (int, float)) else "?"), "",
         "| batch | vocab | k | p | dtype | time ms | floor ms | ratio | torch sort ms | exact |",
