@@ -273,10 +273,14 @@ TEST_P(FilterGpu, MatchesReference) {
 
 std::vector<Case> grid_cases() {
   std::vector<Case> out;
+  const Mode every_mode[] = {Mode::kTopK, Mode::kTopP, Mode::kBoth, Mode::kNeither, Mode::kMixed};
   for (int64_t rows : {1, 8, 130})
-    for (int64_t vocab : {1000, 32000, 128256})
-      for (Mode mode : {Mode::kTopK, Mode::kTopP, Mode::kBoth, Mode::kNeither, Mode::kMixed})
-        out.push_back({rows, vocab, 0, mode});
+    for (int64_t vocab : {1000, 1024, 32000, 128256, 262208})
+      for (Mode mode : every_mode) out.push_back({rows, vocab, 0, mode});
+  // The batches of the benchmark grid: mixed rows hold every mode, row by row.
+  for (int64_t rows : {32, 128, 512, 1024})
+    for (int64_t vocab : {1024, 32000, 128256, 262208}) out.push_back({rows, vocab, 0, Mode::kMixed});
+  out.push_back({1024, 128256, 0, Mode::kBoth});
   // Rows that are not contiguous, nor 16-byte aligned.
   for (Mode mode : {Mode::kBoth, Mode::kMixed}) {
     out.push_back({8, 32000, 32000 + 37, mode});
