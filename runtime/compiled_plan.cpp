@@ -83,7 +83,9 @@ std::string describe_plan(const CompiledPlan& c) {
     << ", " << c.target.sm_count << " SMs\n"
     << "launch:    grid " << p.grid << " x block " << p.block
     << (p.cluster > 1 ? " in clusters of " + std::to_string(p.cluster) : std::string()) << ", dynamic shared "
-    << p.dynamic_smem_bytes << " B\n"
+    << p.dynamic_smem_bytes << " B"
+    << (p.launches > 1 ? ", " + std::to_string(p.launches) + " launches a call (a graph chains as many nodes)" : std::string())
+    << "\n"
     << "workspace: " << p.workspace_bytes << " B\n"
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
     << "on disk:   " << (c.on_disk ? "yes" : "no (the disk cache is off or read-only, or the store failed)") << "\n"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
@@ -230,6 +231,14 @@ void check_stream_context(CUstream stream, CUcontext context) {
                      "the stream's device");
 }
 
+// The parameters of the plan's launch `phase` (a filter plan may make two).
+template <typename Params>
+Params for_phase(const Params& params, unsigned phase) {
+  Params p = params;
+  if constexpr (std::is_same_v<Params, DeviceFilterParams>) p.phase = static_cast<int>(phase);
+  return p;
+}
+
 }  // namespace
 
 template <typename Params>
@@ -237,11 +246,13 @@ void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& p
   CUlaunchConfig config = {};
   set_geometry(plan, config);
   config.hStream = stream;
-  Params copy = params;
-  void* kernel_args[] = {&copy};
   check_stream_context(stream, kernel.context);
   ScopedContext scope(kernel.context);
-  check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
+  for (unsigned phase = 0; phase < plan.launches; ++phase) {
+    Params copy = for_phase(params, phase);
+    void* kernel_args[] = {&copy};
+    check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
+  }
 }
 
 template <typename Params>
@@ -251,8 +262,15 @@ LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, c
   ScopedContext scope(kernel.context);
   check_cuda(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
   try {
-    CUDA_KERNEL_NODE_PARAMS node = node_params(&params_);
-    check_cuda(cu.cuGraphAddKernelNode(&node_, graph_, nullptr, 0, &node), "cuGraphAddKernelNode");
+    for (unsigned phase = 0; phase < plan.launches; ++phase) {  // a chain: each launch after the one before
+      Params p = for_phase(params_, phase);
+      CUDA_KERNEL_NODE_PARAMS node = node_params(&p);
+      CUgraphNode added = nullptr;
+      check_cuda(cu.cuGraphAddKernelNode(&added, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.size() ? 1 : 0,
+                                         &node),
+                 "cuGraphAddKernelNode");
+      nodes_.push_back(added);
+    }
     check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
   } catch (...) {
     cu.cuGraphDestroy(graph_);  // no destructor runs for a constructor that throws
@@ -286,11 +304,22 @@ template <typename Params>
 void LaunchGraph<Params>::update(const Params& params) {
   // The driver copies the arguments, so the new ones are kept only once it
   // has accepted them: a failed update leaves the graph and params_ as before.
-  Params next = params;
+  // With several nodes, a node's failure sets the nodes before it back.
   ScopedContext scope(kernel_.context);
-  CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
-  check_cuda(driver().cuGraphExecKernelNodeSetParams(exec_, node_, &node), "cuGraphExecKernelNodeSetParams");
-  params_ = next;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Params next = for_phase(params, static_cast<unsigned>(i));
+    CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
+    const CUresult r = driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &node);
+    if (r != CUDA_SUCCESS) {
+      for (size_t j = 0; j < i; ++j) {
+        Params before = for_phase(params_, static_cast<unsigned>(j));
+        CUDA_KERNEL_NODE_PARAMS back = node_params(&before);
+        driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[j], &back);
+      }
+      check_cuda(r, "cuGraphExecKernelNodeSetParams");
+    }
+  }
+  params_ = params;
 }
 
 template <typename Params>

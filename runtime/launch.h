@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/kernel_module.h"
 #include "templates/sgtopk/abi.h"
@@ -24,11 +25,13 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
 // The same for a filter plan's launch.
 DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args, uint64_t own_workspace);
 
-// One launch of the plan's kernel with its one parameter struct.
+// The plan's launches of its kernel (Plan::launches, one after another on
+// the stream) with its one parameter struct.
 template <typename Params>
 void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream);
 
-// The launch as a one-node CUDA graph: instantiate once, replay, swap pointers.
+// The launches as a CUDA graph (a chain of kernel nodes, one a launch):
+// instantiate once, replay, swap pointers.
 template <typename Params>
 class LaunchGraph {
  public:
@@ -47,7 +50,7 @@ class LaunchGraph {
   const Plan& plan_;
   Params params_;
   CUgraph graph_ = nullptr;
-  CUgraphNode node_ = nullptr;
+  std::vector<CUgraphNode> nodes_;  // one kernel node a launch (Plan::launches), chained
   CUgraphExec exec_ = nullptr;
 };
 using SelectGraph = LaunchGraph<DeviceSelectParams>;

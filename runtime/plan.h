@@ -33,6 +33,9 @@ struct Plan {
   unsigned cluster = 1;            // CTAs a thread-block cluster (the kernel's __cluster_dims__), 1: none
   unsigned dynamic_smem_bytes = 0;
   uint64_t workspace_bytes = 0;
+  // Launches of the kernel a call makes, one after another on its stream
+  // (a graph chains as many nodes); launch i passes FilterParams::phase i.
+  unsigned launches = 1;
 
   // A constant as the generated source spells it ("true", "2048").
   std::string constant(const std::string& name) const { return config.text(name); }

@@ -66,6 +66,7 @@ struct FilterParams {
   const unsigned long long* seeds;  // [rows] or null: seed_value, the row's index the stream
   unsigned long long seed_value;
   void* workspace;           // the filter_split family's row records (filter_split_row_bytes each), or null
+  int phase;                 // which of the plan's launches this is (0, or 1: filter_split's second)
 };
 
 // Counters at the start of a persistent family's workspace, restored by the
@@ -244,13 +245,15 @@ struct FilterRowShared {
 // segment to arrive) so that the next launch starts from zero; then the
 // candidates' unscaled keys and row indices, kFilterSplitRecordKeys of each.
 struct FilterSplitRowHeader {
-  u32 arrived;     // segments that have published their candidates
+  u32 arrived;     // segments that have published their candidates (in each launch)
   u32 candidates;  // keys at or above the row's threshold, every segment (counted past the capacity)
   u32 max_key;     // the row's largest unscaled key (an atomic max over the segments)
-  u32 unused;
+  u32 hint;        // top-p alone: the sample's boundary key, for the second launch (0: the first decided the row)
+  u64 mass[5];     // top-p alone, the second launch's sums: Z, above the window, each window digit (lowest first)
+  u64 unused;
 };
-constexpr unsigned kFilterSplitRowHeaderBytes = 16u;
-static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the record's header is 16 bytes");
+constexpr unsigned kFilterSplitRowHeaderBytes = 64u;
+static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the record's header is 64 bytes");
 // Keys a record holds: as many as top-p alone's window in shared memory
 // (FilterRowAgent::kWindowKeys), so that the finisher can mask a window of
 // more than kFilterCandidates keys without writing the row.

@@ -1336,6 +1336,19 @@ TEST(JitFilter, FewRowsTakeTheSplitFamily) {
   EXPECT_EQ(one.block, static_cast<unsigned>(defaults.filter_split.block_threads));
   EXPECT_EQ(one.workspace_bytes, sgtopk::filter_split_row_bytes());
   EXPECT_TRUE(contains(one.reason, "filter.split.min_segments")) << one.reason;
+  // The mask-only kernel weighs top-p-alone rows in a second launch; with
+  // the sample output (no top-p-alone window there) one launch.
+  EXPECT_EQ(one.launches, 2u);
+  {
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.op = SGTOPK_OP_FILTER;
+    p.rows = 1;
+    p.width = 128256;
+    p.flags = SGTOPK_FILTER_MASK | SGTOPK_FILTER_SAMPLE;
+    const Plan sampled = make_plan(validate_problem(&p), defaults, target);
+    EXPECT_EQ(sampled.family, "filter_split") << sampled.reason;
+    EXPECT_EQ(sampled.launches, 1u);
+  }
   // 64 rows: as many segments as 2 CTAs an SM give each row.
   const Plan batch = plan_for(64, 128256, defaults);
   EXPECT_EQ(batch.family, "filter_split") << batch.reason;

@@ -18,15 +18,21 @@
 //             boundary (fewer than k, or more than the buffer) it runs
 //             filter_row's exact route over the row alone.
 //
-// Top-p alone (in the mask-only kernels): the sample's own top-p boundary
-// names three first digits (filter_row's window_digits); each segment
-// appends the keys in them, with their indices, to the record and, out of
-// place, writes the logit's bits at or above the window and mask_value
-// below; the finisher (which alone can know the row's largest key, hence
-// the masses) runs filter_row's top_p_alone over the row, which the
-// segments have just brought into L2, without the pass for the largest
-// key, then masks the window's keys it drops where the boundary is in the
-// window and the record holds it, else writes the row.
+// Top-p alone (in the mask-only kernels, whose plans make two launches):
+// the sample's own top-p boundary (the record's hint) names three first
+// digits (filter_row's window_digits); in the first launch each segment
+// appends the keys in them, with their indices, to the record, folds its
+// largest key into the record's and, out of place, writes the logit's bits
+// at or above the window and mask_value below. Masses need the row's
+// largest key, known only once every segment has read its part: in the
+// second launch each segment sums the masses of its part (Z, above the
+// window, each window digit) into the record, and the last to arrive finds
+// the digit holding the target and runs the later mass rounds over the
+// record's keys of it, then masks the window's keys it drops. Where the
+// boundary lies outside the window or the record overflowed, it runs
+// filter_row's top_p_alone over the row and writes the row. No CTA weighs
+// the whole row on the usual path: a pass of one CTA over 128K logits costs
+// 20 to 30 us (docs/decisions/2026-12-04-filter-top-p-sample-window.md).
 //
 // Rows the split does not serve (no filter; k past the candidate buffer; a
 // sample predicting a miss; top-p alone in the kernels with the outputs'
@@ -137,7 +143,9 @@ struct FilterSplitAgent {
   // s.max_key) in the row's record and arrives; true on the row's finisher,
   // which then holds the row's count and largest unscaled key in
   // s.scratch[1] and [2] and has restored the header.
-  static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count) {
+  // `keep` (the first launch of a top-p-alone row): the finisher restores
+  // only the arrival counter, the second launch reads the rest.
+  static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count, bool keep = false) {
     // A segment past its own buffer adds more than the record holds, so the
     // row's count tells the finisher that keys are missing.
     const u32 added = count > static_cast<u32>(kFilterCandidates) ? kFilterSplitRecordKeys + 1u : count;
@@ -163,8 +171,10 @@ struct FilterSplitAgent {
         s.scratch[1] = h->candidates;
         s.scratch[2] = h->max_key;
         h->arrived = 0u;
-        h->candidates = 0u;
-        h->max_key = 0u;
+        if (!keep) {
+          h->candidates = 0u;
+          h->max_key = 0u;
+        }
       }
     }
     __syncthreads();
@@ -213,9 +223,10 @@ struct FilterSplitAgent {
     return true;
   }
 
-  // Top-p alone on segment `segment` of row r, `hint` the sample's boundary
-  // key: the window's keys into the record, the segment's mask out of
-  // place; the finisher decides (finish_window).
+  // Top-p alone on segment `segment` of row r, the first launch: the
+  // window's keys (around `hint`, the sample's boundary key) into the
+  // record with the segment's largest key, the hint for the second launch,
+  // the segment's mask out of place.
   static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row, u32 hint) {
     const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
     // The window in unscaled keys (scaling is monotone): [lowest, highest].
@@ -229,32 +240,141 @@ struct FilterSplitAgent {
     Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
     const Record rec = record(p.workspace, r);
     const u32 count = collect(s, row, begin, end, lowest, highest, out, RowAgent::Logit::narrow(p.mask_value));
-    if (!publish(s, rec, count)) return;
-    const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
-    __syncthreads();  // every thread has read the totals
-    finish_window(s, p, r, rec, total, max_key, hint);
+    if (threadIdx.x == 0) rec.header->hint = hint;  // every segment stores the same key
+    publish(s, rec, count, true);
   }
 
-  // The finisher of a top-p-alone row: `count` window keys in the record,
-  // max_key the row's largest unscaled key. top_p_alone over the row (its
-  // histogram pass gathers the window again, scaled, for its rounds); then,
-  // out of place where the record holds the window and the boundary's
-  // every copy is kept inside it, mask_value over the window keys below the
-  // boundary (the segments wrote the rest); else the whole row.
-  static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
-                                          u32 max_key, u32 hint) {
+  // The segments' mass sums (FilterSplitRowHeader::mass), as named values:
+  // an array indexed by digit would live in local memory.
+  struct WindowSums {
+    u64 z, above, low, middle, high;
+    // The mass of window digit d.
+    SGTOPK_DEVICE u64 of(u32 d, const typename RowAgent::WindowDigits& w) const {
+      return d == w.low ? low : d == w.high ? high : middle;
+    }
+  };
+
+  // Top-p alone, the second launch, on segment `segment` of row r (rows
+  // with a hint only): the masses of the segment's logits relative to the
+  // row's largest key, summed (Z, above the window, each window digit) into
+  // the record; the last segment to arrive decides (finish_window) and
+  // restores the record.
+  static SGTOPK_DEVICE void weigh_window(Shared& s, const FilterParams& p, int r, int segment) {
+    const Record rec = record(p.workspace, r);
+    const u32 hint = rec.header->hint;  // the first launch's: a kernel boundary before
+    if (hint == 0u) return;
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
-    u32 b = 0u, t = 0u, copies = 0xffffffffu;
-    RowAgent::top_p_alone(s, row, task.top_p, RowAgent::scaled_key(row, max_key), b, t, &copies, hint);
+    const float top = float_from_ordered_key(RowAgent::scaled_key(row, rec.header->max_key));
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    const int len = row.len, width = segment_width(len);
+    const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+    const Row part{row.logits + begin, end - begin, row.inverse, row.scales};
+    if (threadIdx.x < 5) s.mass[threadIdx.x] = 0u;
+    __syncthreads();
+    u64 z = 0, above = 0, low = 0, middle = 0, high = 0;
+    RowAgent::for_each_key(part, [&](float x, u32 key, int) {
+      const u32 d = key >> 21;
+      const u64 m = RowAgent::mass_of(x, top);
+      z += m;
+      if (d > digits.high) above += m;
+      else if (d == digits.low) low += m;
+      else if (d == digits.high) high += m;
+      else if (d > digits.low) middle += m;
+    });
+    add_block_sum(&s.mass[0], z);
+    add_block_sum(&s.mass[1], above);
+    add_block_sum(&s.mass[2], low);
+    add_block_sum(&s.mass[3], middle);
+    add_block_sum(&s.mass[4], high);
+    __syncthreads();
+    if (threadIdx.x < 5) {
+      const u64 sum = s.mass[threadIdx.x];
+      if (sum != 0u) atomicAdd(reinterpret_cast<unsigned long long*>(&rec.header->mass[threadIdx.x]), sum);
+    }
+    __threadfence();  // the sums are visible device-wide before the arrival
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+      s.scratch[0] = last ? 1u : 0u;
+      if (last) {
+        __threadfence();
+        volatile FilterSplitRowHeader* h = rec.header;
+        s.scratch[1] = h->candidates;
+        s.scratch[2] = h->max_key;
+        for (int i = 0; i < 5; ++i) {
+          s.scratch[3 + i] = h->mass[i];
+          h->mass[i] = 0u;
+        }
+        h->arrived = 0u;
+        h->candidates = 0u;
+        h->max_key = 0u;
+        h->hint = 0u;
+      }
+    }
+    __syncthreads();
+    if (s.scratch[0] == 0u) return;
+    const WindowSums sums{s.scratch[3], s.scratch[4], s.scratch[5], s.scratch[6], s.scratch[7]};
+    const u32 count = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
+    __syncthreads();  // every thread has read scratch
+    finish_window(s, p, r, rec, count, max_key, hint, sums);
+  }
+
+  // The finisher of a top-p-alone row: `count` window keys in the record
+  // (counted past its capacity), max_key the row's largest unscaled key,
+  // sums the segments' masses (Z, above the window, each window digit). The
+  // digit holding the target from the sums, the later mass rounds over the
+  // record's keys (those of other digits are outside every round's group);
+  // else top_p_alone over the row. Then, out of place where the window
+  // decided and the boundary's every copy is kept, mask_value over the
+  // window keys below the boundary (the segments wrote the rest); else the
+  // whole row.
+  static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
+                                          u32 max_key, u32 hint, const WindowSums& sums) {
+    const RowTask task = RowAgent::row_task(p, r);
+    const Row& row = task.row;
+    const u32 top_key = RowAgent::scaled_key(row, max_key);
+    const float top = float_from_ordered_key(top_key);
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    u32 b = top_key, t = 1u, copies = 0xffffffffu;  // p <= 0 or no mass: the first token of the order only
+    bool windowed = false;
+    if (task.top_p > 0.0f && sums.z != 0u) {
+      const u64 target = RowAgent::mass_target(task.top_p, sums.z);
+      u64 above = sums.above;
+      int digit = -1;
+      if (above < target) {
+        for (int d = static_cast<int>(digits.high); d >= static_cast<int>(digits.low); --d) {
+          const u64 mass = sums.of(static_cast<u32>(d), digits);
+          if (above + mass >= target) {
+            digit = d;
+            break;
+          }
+          above += mass;
+        }
+      }
+      if (digit >= 0 && count <= static_cast<u32>(kFilterSplitRecordKeys)) {
+        u32* keys = RowAgent::window_keys(s);
+        for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
+        __syncthreads();
+        const typename RowAgent::Candidates c{keys, static_cast<int>(count)};
+        u64 mass_above = 0;
+        const u32 bp = RowAgent::boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, static_cast<u32>(digit) << 21, above,
+                                          &mass_above);
+        copies = RowAgent::count_copies(c, bp);  // bp's digit is the window's: all its copies
+        const u64 each = RowAgent::mass_of(float_from_ordered_key(bp), top);
+        b = bp;
+        t = static_cast<u32>((target - mass_above + each - 1u) / each);
+        windowed = true;
+      } else {
+        RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies, hint);
+      }
+    }
     SGTOPK_FILTER_ROUTE(RowAgent::kRouteExact);
     if (p.out == nullptr) return;
     Elem* out = RowAgent::output_row(p, r);
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
-    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && every_copy && count <= static_cast<u32>(kFilterSplitRecordKeys) && (b >> 21) >= digits.low &&
-        (b >> 21) <= digits.high) {
+    if (p.out != p.logits && every_copy && windowed) {
       for (u32 i = threadIdx.x; i < count; i += kThreads) {
         const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
         if (RowAgent::scaled_key(row, key) < b) out[index] = mask_value;
@@ -272,6 +392,12 @@ struct FilterSplitAgent {
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
     const int r = static_cast<int>(blockIdx.x / kSegments), segment = static_cast<int>(blockIdx.x % kSegments);
     if (r >= live_row_count(p, static_cast<long long>(p.rows))) return;
+    if constexpr (!RowAgent::kMoreOutputs) {
+      if (p.phase == 1) {  // the second launch: top-p-alone rows only
+        weigh_window(s, p, r, segment);
+        return;
+      }
+    }
     bool try_sampled = true;  // for a row filtered by one CTA: filter_row's sampled route first
     {
       const RowTask task = RowAgent::row_task(p, r);
