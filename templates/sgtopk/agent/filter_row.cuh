@@ -555,11 +555,116 @@ struct FilterRowAgent {
     if (hint == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
     return WindowDigits{centre == 0u ? 0u : centre - 1u, min_of(centre + 1u, static_cast<u32>(kDigits - 1))};
   }
+  // The masses a window pass sums, as named values (an array indexed by
+  // digit would live in local memory): Z, above the window, each window digit.
+  struct WindowSums {
+    u64 z, above, low, middle, high;
+    SGTOPK_DEVICE u64 of(u32 d, const WindowDigits& w) const { return d == w.low ? low : d == w.high ? high : middle; }
+  };
+  // The window's first digit holding `target` (above: the mass of the
+  // digits above it), -1 where the boundary lies below the window.
+  static SGTOPK_DEVICE int window_digit(const WindowSums& sums, const WindowDigits& w, u64 target, u64& above) {
+    above = sums.above;
+    if (above >= target) return -1;
+    for (int d = static_cast<int>(w.high); d >= static_cast<int>(w.low); --d) {
+      const u64 mass = sums.of(static_cast<u32>(d), w);
+      if (above + mass >= target) return d;
+      above += mass;
+    }
+    return -1;
+  }
+
+  // Top-p alone with a hint, one pass with no histogram: each thread sums
+  // the masses (WindowSums) in registers and the window's keys go to shared
+  // memory; where the target's digit is a window digit and the window fits,
+  // the later rounds run over it (or, where it overflowed, over the
+  // digit's keys gathered, or the row) and this returns true. Else false
+  // (the boundary lies outside the window: the histogram pass runs).
+  template <typename Source>
+  static SGTOPK_DEVICE bool top_p_window(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
+                                         u32* copies, const WindowDigits& digits) {
+    const float top = float_from_ordered_key(max_key);
+    u32* window = window_keys(s);
+    if (threadIdx.x < 8) s.scratch[threadIdx.x] = 0u;
+    if (threadIdx.x == 0) s.candidates = 0u;
+    __syncthreads();
+    u64 z = 0, above = 0, low = 0, middle = 0, high = 0;
+    u32 low_count = 0, middle_count = 0, high_count = 0;  // the window digits' keys (past the window's capacity)
+    for_each_key(row, [&](float x, u32 key, int) {
+      const u32 d = key >> 21;
+      const u64 m = mass_of(x, top);
+      z += m;
+      if (d > digits.high) {
+        above += m;
+      } else if (d == digits.low) {
+        low += m;
+        ++low_count;
+      } else if (d == digits.high) {
+        high += m;
+        ++high_count;
+      } else if (d > digits.low) {
+        middle += m;
+        ++middle_count;
+      }
+      const bool take = d >= digits.low && d <= digits.high;
+      const u32 slot = warp_append(take, &s.candidates);
+      if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+    });
+    add_block_sum(&s.scratch[0], z);
+    add_block_sum(&s.scratch[1], above);
+    add_block_sum(&s.scratch[2], low);
+    add_block_sum(&s.scratch[3], middle);
+    add_block_sum(&s.scratch[4], high);
+    add_block_sum(&s.scratch[5], low_count);
+    add_block_sum(&s.scratch[6], middle_count);
+    add_block_sum(&s.scratch[7], high_count);
+    __syncthreads();
+    const WindowSums sums{s.scratch[0], s.scratch[1], s.scratch[2], s.scratch[3], s.scratch[4]};
+    const WindowSums counts{0u, 0u, s.scratch[5], s.scratch[6], s.scratch[7]};
+    const u32 windowed = s.candidates;
+    __syncthreads();  // every thread has read the sums and the window's count
+    if (top_p <= 0.0f || sums.z == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return true;
+    }
+    const u64 target = mass_target(top_p, sums.z);
+    u64 first_above = 0;
+    const int digit = window_digit(sums, digits, target, first_above);
+    if (digit < 0) return false;
+    const u32 first = static_cast<u32>(digit);
+    const u64 candidates = counts.of(first, digits);
+    u64 mass_above = 0;
+    u32 bp;
+    if (windowed <= static_cast<u32>(kWindowKeys)) {
+      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
+    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      if (threadIdx.x == 0) s.candidates = 0u;
+      __syncthreads();
+      const Candidates c = gather_digits(s, row, first, first, candidates);
+      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
+      *copies = count_copies(c, bp);  // bp's digit is the buffer's: all its copies
+    } else {
+      bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
+    }
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    b = bp;
+    t = static_cast<u32>((target - mass_above + each - 1u) / each);
+    return true;
+  }
+
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
                                         u32* copies, u32 hint) {
     const float top = float_from_ordered_key(max_key);
     const WindowDigits digits = window_digits(hint);
+    if constexpr (!kMoreOutputs) {
+      if (digits.low <= digits.high && top_p_window(s, row, top_p, max_key, b, t, copies, digits)) return;
+      __syncthreads();  // the window pass's shared state is read
+    }
+    // The histogram pass: without a hint, or where the boundary lies outside the window.
     const u32 low = digits.low, high = digits.high;
     u32* window = window_keys(s);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {

@@ -244,15 +244,7 @@ struct FilterSplitAgent {
     publish(s, rec, count, true);
   }
 
-  // The segments' mass sums (FilterSplitRowHeader::mass), as named values:
-  // an array indexed by digit would live in local memory.
-  struct WindowSums {
-    u64 z, above, low, middle, high;
-    // The mass of window digit d.
-    SGTOPK_DEVICE u64 of(u32 d, const typename RowAgent::WindowDigits& w) const {
-      return d == w.low ? low : d == w.high ? high : middle;
-    }
-  };
+  typedef typename RowAgent::WindowSums WindowSums;  // the segments' sums (FilterSplitRowHeader::mass)
 
   // Top-p alone, the second launch, on segment `segment` of row r (rows
   // with a hint only): the masses of the segment's logits relative to the
@@ -340,18 +332,8 @@ struct FilterSplitAgent {
     bool windowed = false;
     if (task.top_p > 0.0f && sums.z != 0u) {
       const u64 target = RowAgent::mass_target(task.top_p, sums.z);
-      u64 above = sums.above;
-      int digit = -1;
-      if (above < target) {
-        for (int d = static_cast<int>(digits.high); d >= static_cast<int>(digits.low); --d) {
-          const u64 mass = sums.of(static_cast<u32>(d), digits);
-          if (above + mass >= target) {
-            digit = d;
-            break;
-          }
-          above += mass;
-        }
-      }
+      u64 above = 0;
+      const int digit = RowAgent::window_digit(sums, digits, target, above);
       if (digit >= 0 && count <= static_cast<u32>(kFilterSplitRecordKeys)) {
         u32* keys = RowAgent::window_keys(s);
         for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
@@ -366,7 +348,7 @@ struct FilterSplitAgent {
         t = static_cast<u32>((target - mass_above + each - 1u) / each);
         windowed = true;
       } else {
-        RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies, hint);
+        RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies, digit >= 0 ? hint : 0u);  // no window pass where the window missed
       }
     }
     SGTOPK_FILTER_ROUTE(RowAgent::kRouteExact);
