@@ -248,9 +248,9 @@ struct FilterSplitRowHeader {
   u32 arrived;     // segments that have published their candidates (in each launch)
   u32 candidates;  // keys at or above the row's threshold, every segment (counted past the capacity)
   u32 max_key;     // the row's largest unscaled key (an atomic max over the segments)
-  u32 hint;        // top-p alone: the sample's boundary key, for the second launch (0: the first decided the row)
-  u64 mass[5];     // top-p alone, the second launch's sums: Z, above the window, each window digit (lowest first)
-  u64 unused;
+  u32 window;      // top-p alone: the sample's window of first digits, for the second launch (0: the first decided the row)
+  u64 mass[2];     // top-p alone, the second launch's sums: Z, and above the window
+  u64 unused[4];
 };
 constexpr unsigned kFilterSplitRowHeaderBytes = 64u;
 static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the record's header is 64 bytes");

@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
     std::memcpy(&h, workspace.data() + static_cast<size_t>(r) * filter_split_row_bytes(), sizeof h);
     bool sums = false;
     for (const auto m : h.mass) sums |= m != 0u;
-    if (h.arrived || h.candidates || h.max_key || h.hint || sums) {
+    if (h.arrived || h.candidates || h.max_key || h.window || sums) {
       std::printf("BAD: row %d's split record was not restored\n", r);
       return 1;
     }

@@ -531,150 +531,108 @@ struct FilterRowAgent {
     return Candidates{s.candidate_key, static_cast<int>(count)};
   }
 
-  // Top-p alone (every key survives), after the pass that found max_key: one
-  // pass histograms every key's count and mass by its first digit (Z is the
-  // mass histogram's sum), which is also the first mass round; the keys of
-  // the digit it finds are every key a later round counts (those above are
-  // its `above`). The same pass gathers the keys of the three first digits
-  // around `hint` (the sample's boundary key, 0: none) into the candidate
-  // buffer's keys and indices, read as one window of keys (not in the
-  // kernels with the candidate or sample output): where the digit found is
-  // among them and they fit, the later rounds run over them.
-  // Otherwise, where its keys fit the buffer, one more pass gathers them;
-  // else rounds 1 and 2 read the row. The same integers as
-  // top_p_boundary(row, ...) at every step, hence the same b and t.
+  // Top-p alone (every key survives), after the pass that found max_key.
+  // With a window (first digits low..high the sample chose, packed by
+  // pack_window; 0: none), one pass sums every key's mass in registers (Z,
+  // and the mass above the window) and gathers the window's keys into the
+  // candidate buffer's keys and indices, read as one window of
+  // keys (not in the kernels with the candidate or sample output, whose
+  // registers leave none for it): where the target lies in the window, the
+  // mass rounds run over its keys (window_boundary). Otherwise one pass
+  // histograms every key's count and mass by its first digit (Z is the
+  // mass histogram's sum), the first mass round; the keys of the digit it
+  // finds are every key a later round counts (those above are its `above`):
+  // where they fit the buffer one more pass gathers them, else rounds 1 and
+  // 2 read the row. The same integers as top_p_boundary(row, ...) at every
+  // step, hence the same b and t.
   static constexpr int kWindowKeys = 2 * kFilterCandidates;
   static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
-  // The window's first digits: the hint's and its two neighbours; empty
-  // (low > high) without a hint, or in the kernels with the outputs' code.
   struct WindowDigits {
-    u32 low, high;
+    u32 low, high;  // empty (low > high): no window
   };
-  static SGTOPK_DEVICE WindowDigits window_digits(u32 hint) {
-    const u32 centre = hint >> 21;
-    if (hint == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
-    return WindowDigits{centre == 0u ? 0u : centre - 1u, min_of(centre + 1u, static_cast<u32>(kDigits - 1))};
+  static SGTOPK_DEVICE u32 pack_window(u32 low, u32 high) { return 0x80000000u | (low << kDigitBits) | high; }
+  static SGTOPK_DEVICE WindowDigits window_digits(u32 window) {
+    if (window == 0u || kMoreOutputs) return WindowDigits{1u, 0u};
+    return WindowDigits{(window >> kDigitBits) & (kDigits - 1u), window & (kDigits - 1u)};
   }
-  // The masses a window pass sums, as named values (an array indexed by
-  // digit would live in local memory): Z, above the window, each window digit.
+  // The masses a window pass sums: Z, and that of the keys above the window.
   struct WindowSums {
-    u64 z, above, low, middle, high;
-    SGTOPK_DEVICE u64 of(u32 d, const WindowDigits& w) const { return d == w.low ? low : d == w.high ? high : middle; }
+    u64 z, above;
   };
-  // The window's first digit holding `target` (above: the mass of the
-  // digits above it), -1 where the boundary lies below the window.
-  static SGTOPK_DEVICE int window_digit(const WindowSums& sums, const WindowDigits& w, u64 target, u64& above) {
-    above = sums.above;
-    if (above >= target) return -1;
-    for (int d = static_cast<int>(w.high); d >= static_cast<int>(w.low); --d) {
-      const u64 mass = sums.of(static_cast<u32>(d), w);
-      if (above + mass >= target) return d;
-      above += mass;
-    }
-    return -1;
-  }
 
-  // Top-p alone with a hint, one pass with no histogram: each thread sums
-  // the masses (WindowSums) in registers and the window's keys go to shared
-  // memory; where the target's digit is a window digit and the window fits,
-  // the later rounds run over it (or, where it overflowed, over the
-  // digit's keys gathered, or the row) and this returns true. Else false
-  // (the boundary lies outside the window: the histogram pass runs).
-  template <typename Source>
-  static SGTOPK_DEVICE bool top_p_window(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
-                                         u32* copies, const WindowDigits& digits) {
-    const float top = float_from_ordered_key(max_key);
-    u32* window = window_keys(s);
-    if (threadIdx.x < 8) s.scratch[threadIdx.x] = 0u;
-    if (threadIdx.x == 0) s.candidates = 0u;
-    __syncthreads();
-    u64 z = 0, above = 0, low = 0, middle = 0, high = 0;
-    u32 low_count = 0, middle_count = 0, high_count = 0;  // the window digits' keys (past the window's capacity)
-    for_each_key(row, [&](float x, u32 key, int) {
-      const u32 d = key >> 21;
-      const u64 m = mass_of(x, top);
-      z += m;
-      if (d > digits.high) {
-        above += m;
-      } else if (d == digits.low) {
-        low += m;
-        ++low_count;
-      } else if (d == digits.high) {
-        high += m;
-        ++high_count;
-      } else if (d > digits.low) {
-        middle += m;
-        ++middle_count;
-      }
-      const bool take = d >= digits.low && d <= digits.high;
-      const u32 slot = warp_append(take, &s.candidates);
-      if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
-    });
-    add_block_sum(&s.scratch[0], z);
-    add_block_sum(&s.scratch[1], above);
-    add_block_sum(&s.scratch[2], low);
-    add_block_sum(&s.scratch[3], middle);
-    add_block_sum(&s.scratch[4], high);
-    add_block_sum(&s.scratch[5], low_count);
-    add_block_sum(&s.scratch[6], middle_count);
-    add_block_sum(&s.scratch[7], high_count);
-    __syncthreads();
-    const WindowSums sums{s.scratch[0], s.scratch[1], s.scratch[2], s.scratch[3], s.scratch[4]};
-    const WindowSums counts{0u, 0u, s.scratch[5], s.scratch[6], s.scratch[7]};
-    const u32 windowed = s.candidates;
-    __syncthreads();  // every thread has read the sums and the window's count
+  // The kept set's b and t from a window pass's sums where they decide it:
+  // `window` holds the window digits' keys, `windowed` of them (counted
+  // past kWindowKeys). Their mass is summed here (not in the pass, whose
+  // registers leave none for a third sum); where the target lies in it, the
+  // mass rounds run over the window's keys from the first digit round, the
+  // mass above the window known. False where the boundary lies outside the
+  // window or its keys overflowed: the histogram pass decides.
+  static SGTOPK_DEVICE bool window_boundary(Shared& s, const u32* window, u32 windowed, const WindowSums& sums,
+                                            u32 max_key, float top_p, u32& b, u32& t, u32* copies) {
     if (top_p <= 0.0f || sums.z == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
       return true;
     }
     const u64 target = mass_target(top_p, sums.z);
-    u64 first_above = 0;
-    const int digit = window_digit(sums, digits, target, first_above);
-    if (digit < 0) return false;
-    const u32 first = static_cast<u32>(digit);
-    const u64 candidates = counts.of(first, digits);
+    if (windowed > static_cast<u32>(kWindowKeys) || sums.above >= target) return false;
+    const float top = float_from_ordered_key(max_key);
+    const Candidates c{window, static_cast<int>(windowed)};
+    if (sums.above + survivors_mass(s, c, top, 0u, 0xffffffffu) < target) return false;
     u64 mass_above = 0;
-    u32 bp;
-    if (windowed <= static_cast<u32>(kWindowKeys)) {
-      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
-      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
-      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
-    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
-      if (threadIdx.x == 0) s.candidates = 0u;
-      __syncthreads();
-      const Candidates c = gather_digits(s, row, first, first, candidates);
-      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
-      *copies = count_copies(c, bp);  // bp's digit is the buffer's: all its copies
-    } else {
-      bp = boundary(s, row, target, true, top, 0u, 0xffffffffu, 1, first << 21, first_above, &mass_above);
-    }
+    const u32 bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 0, 0u, sums.above, &mass_above);
+    *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
     const u64 each = mass_of(float_from_ordered_key(bp), top);
     b = bp;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
     return true;
   }
 
+  // The window pass (no histogram, no shared atomic but the window's
+  // appends), then window_boundary.
+  template <typename Source>
+  static SGTOPK_DEVICE bool top_p_window(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
+                                         u32* copies, const WindowDigits& digits) {
+    const float top = float_from_ordered_key(max_key);
+    u32* window = window_keys(s);
+    if (threadIdx.x < 2) s.scratch[threadIdx.x] = 0u;
+    if (threadIdx.x == 0) s.candidates = 0u;
+    __syncthreads();
+    u64 z = 0, above = 0;
+    for_each_key(row, [&](float x, u32 key, int) {
+      const u32 d = key >> 21;
+      const u64 m = mass_of(x, top);
+      z += m;
+      if (d > digits.high) above += m;
+      const bool take = d >= digits.low && d <= digits.high;
+      const u32 slot = warp_append(take, &s.candidates);
+      if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+    });
+    add_block_sum(&s.scratch[0], z);
+    add_block_sum(&s.scratch[1], above);
+    __syncthreads();
+    const WindowSums sums{s.scratch[0], s.scratch[1]};
+    const u32 windowed = s.candidates;
+    __syncthreads();  // every thread has read the sums and the window's count
+    return window_boundary(s, window, windowed, sums, max_key, top_p, b, t, copies);
+  }
+
   template <typename Source>
   static SGTOPK_DEVICE void top_p_alone(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
-                                        u32* copies, u32 hint) {
-    const float top = float_from_ordered_key(max_key);
-    const WindowDigits digits = window_digits(hint);
+                                        u32* copies, u32 window) {
     if constexpr (!kMoreOutputs) {
-      if (digits.low <= digits.high && top_p_window(s, row, top_p, max_key, b, t, copies, digits)) return;
-      __syncthreads();  // the window pass's shared state is read
+      const WindowDigits digits = window_digits(window);
+      if (digits.low <= digits.high) {
+        if (top_p_window(s, row, top_p, max_key, b, t, copies, digits)) return;
+        __syncthreads();  // the window pass's shared state is read
+      }
     }
-    // The histogram pass: without a hint, or where the boundary lies outside the window.
-    const u32 low = digits.low, high = digits.high;
-    u32* window = window_keys(s);
+    const float top = float_from_ordered_key(max_key);
     for (int i = threadIdx.x; i < kDigits; i += kThreads) {
       s.count[i] = 0u;
       s.mass_words[0][i] = s.mass_words[1][i] = 0u;
     }
-    if (threadIdx.x == 0) {
-      s.total = 0u;
-      s.candidates = 0u;
-    }
+    if (threadIdx.x == 0) s.total = 0u;
     __syncthreads();
     u64 local = 0;
     for_each_key(row, [&](float x, u32 key, int) {
@@ -683,17 +641,11 @@ struct FilterRowAgent {
       local += m;
       atomicAdd(&s.count[d], 1u);
       add_mass(s, d, m);
-      if constexpr (!kMoreOutputs) {  // with the outputs' code, 64 registers a thread leave none for it
-        const bool take = d >= low && d <= high;
-        const u32 slot = warp_append(take, &s.candidates);
-        if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
-      }
     });
     add_block_sum(&s.total, local);
     const MassBins bins = finish_mass(s);  // its barriers order the total too
     const u64 total = s.total;
-    const u32 windowed = s.candidates;
-    __syncthreads();  // every thread has read the total and the window's count
+    __syncthreads();  // every thread has read the total
     if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
@@ -705,11 +657,7 @@ struct FilterRowAgent {
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
-    if (first.digit >= low && first.digit <= high && windowed <= static_cast<u32>(kWindowKeys)) {
-      const Candidates c{window, static_cast<int>(windowed)};  // keys of other digits are outside every round's group
-      bp = boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &mass_above);
-      *copies = count_copies(c, bp);  // bp's digit is in the window: all its copies
-    } else if (candidates <= static_cast<u64>(kFilterCandidates)) {
+    if (candidates <= static_cast<u64>(kFilterCandidates)) {
       if (threadIdx.x == 0) s.candidates = 0u;
       __syncthreads();
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
@@ -721,6 +669,38 @@ struct FilterRowAgent {
     const u64 each = mass_of(float_from_ordered_key(bp), top);
     b = bp;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
+  }
+
+  // The window for top-p alone from the sample (`n` keys of a row of `len`)
+  // and its boundary key `at`: at's first digit, then its upper and its
+  // lower neighbour while the row's keys in the window, predicted from the
+  // sample's with kWindowSigmas of margin, fit kWindowKeys. One standard
+  // deviation, not the gather's kSampleSigmas: a window a digit narrower
+  // misses the boundary more often, and a miss costs a pass as an overflow does.
+  static constexpr float kWindowSigmas = 1.0f;
+  template <typename Sample>
+  static SGTOPK_DEVICE u32 choose_window(const Sample& sample, u32 at, int len) {
+    const u32 centre = at >> 21;
+    const u32 up = min_of(centre + 1u, static_cast<u32>(kDigits - 1)), down = centre == 0u ? 0u : centre - 1u;
+    u32 in_centre = 0, in_up = 0, in_down = 0;
+    for (int base = 0; base < sample.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 d = i < sample.len ? sample.key(i) >> 21 : 0xffffffffu;
+      in_centre += static_cast<u32>(__syncthreads_count(d == centre));
+      in_up += static_cast<u32>(__syncthreads_count(d == up && up != centre));
+      in_down += static_cast<u32>(__syncthreads_count(d == down && down != centre));
+    }
+    auto fits = [&](u32 count) {
+      const float keys = (count + kWindowSigmas * sqrtf(count + 1.0f) + 1.0f) * len / sample.len;
+      return keys <= kWindowKeys;
+    };
+    u32 low = centre, high = centre, count = in_centre;
+    if (up != centre && fits(count + in_up)) {
+      high = up;
+      count += in_up;
+    }
+    if (down != centre && fits(count + in_down)) low = down;
+    return pack_window(low, high);
   }
 
   // ---- the sampled route: a strided sample proposes a key threshold tau;
@@ -877,16 +857,17 @@ struct FilterRowAgent {
 
   // The threshold tau the gather admits keys from; false where the sample
   // predicts the candidates would not fit the buffer (the exact route then
-  // runs at once), or where kSampleSize is 0 (the exact route only). For top-k the sample rank of k is about k * n / len; for
-  // top-p alone, the sample keys whose mass (the sample's own softmax)
-  // reaches p. Either count goes up by kSampleSigmas standard deviations
-  // (and one), so that the row holds fewer keys above tau than the route
-  // needs only rarely; tau is the sample key of that rank. Speed only: the
-  // gather checks what the decisions need. For top-p alone, *hint (where
-  // given) is the sample's own boundary key, even where this returns false:
-  // top_p_alone() gathers the keys near it in its histogram pass.
+  // runs at once), or where kSampleSize is 0 (the exact route only). For
+  // top-k the sample rank of k is about k * n / len; for top-p alone, the
+  // sample keys whose mass (the sample's own softmax) reaches p. Either
+  // count goes up by kSampleSigmas standard deviations (and one), so that
+  // the row holds fewer keys above tau than the route needs only rarely; tau
+  // is the sample key of that rank. Speed only: the gather checks what the
+  // decisions need. For top-p alone, *window (where given) is the window
+  // around the sample's own boundary key (choose_window), even where this
+  // returns false: top_p_alone() sums and gathers by it.
   static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
-                                    u32* hint = nullptr) {
+                                    u32* window = nullptr) {
     if (kSampleSize == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
@@ -916,7 +897,7 @@ struct FilterRowAgent {
         u64 mass_above = 0;
         const u32 at = boundary(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
-        if (hint) *hint = at;
+        if (window) *window = choose_window(sample, at, row.len);
       }
     }
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
@@ -1365,9 +1346,9 @@ struct FilterRowAgent {
       return;
     }
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-    u32 tau = 0u, hint = 0u;
-    // No hint with the candidate or sample output (registers: see top_p_alone).
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &hint)) {
+    u32 tau = 0u, window = 0u;
+    // No window with the candidate or sample output (registers: see top_p_alone).
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1423,7 +1404,7 @@ struct FilterRowAgent {
       }
     } else {  // top-p alone
       max_key = largest_key(s, row);  // the first of the order
-      top_p_alone(s, row, top_p, max_key, b, t, &copies, hint);
+      top_p_alone(s, row, top_p, max_key, b, t, &copies, window);
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
     if (mask) {

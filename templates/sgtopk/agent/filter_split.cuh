@@ -19,20 +19,20 @@
 //             filter_row's exact route over the row alone.
 //
 // Top-p alone (in the mask-only kernels, whose plans make two launches):
-// the sample's own top-p boundary (the record's hint) names three first
-// digits (filter_row's window_digits); in the first launch each segment
-// appends the keys in them, with their indices, to the record, folds its
-// largest key into the record's and, out of place, writes the logit's bits
-// at or above the window and mask_value below. Masses need the row's
-// largest key, known only once every segment has read its part: in the
-// second launch each segment sums the masses of its part (Z, above the
-// window, each window digit) into the record, and the last to arrive finds
-// the digit holding the target and runs the later mass rounds over the
-// record's keys of it, then masks the window's keys it drops. Where the
-// boundary lies outside the window or the record overflowed, it runs
-// filter_row's top_p_alone over the row and writes the row. No CTA weighs
-// the whole row on the usual path: a pass of one CTA over 128K logits costs
-// 20 to 30 us (docs/decisions/2026-12-04-filter-top-p-sample-window.md).
+// the sample's own top-p boundary names a window of first digits
+// (filter_row's choose_window, the record's `window`); in the first launch
+// each segment appends the keys in them, with their indices, to the record,
+// folds its largest key into the record's and, out of place, writes the
+// logit's bits at or above the window and mask_value below. Masses need the
+// row's largest key, known only once every segment has read its part: in
+// the second launch each segment sums the masses of its part (Z, and above
+// the window) into the record, and the last to arrive runs the mass
+// rounds over the record's keys (filter_row's window_boundary), then masks
+// the window's keys it drops. Where the boundary lies outside the window or
+// the record overflowed, it runs filter_row's top_p_alone over the row and
+// writes the row. No CTA weighs the whole row on the usual path: a pass of
+// one CTA over 128K logits costs 20 to 30 us
+// (docs/decisions/2026-12-04-filter-top-p-sample-window.md).
 //
 // Rows the split does not serve (no filter; k past the candidate buffer; a
 // sample predicting a miss; top-p alone in the kernels with the outputs'
@@ -224,11 +224,12 @@ struct FilterSplitAgent {
   }
 
   // Top-p alone on segment `segment` of row r, the first launch: the
-  // window's keys (around `hint`, the sample's boundary key) into the
-  // record with the segment's largest key, the hint for the second launch,
-  // the segment's mask out of place.
-  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row, u32 hint) {
-    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+  // window's keys (`window`, from the sample) into the record with the
+  // segment's largest key, the window for the second launch, the segment's
+  // mask out of place.
+  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row,
+                                         u32 window) {
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(window);
     // The window in unscaled keys (scaling is monotone): [lowest, highest].
     const u32 lowest = RowAgent::unscaled_threshold(row, digits.low << 21);
     const u32 above = digits.high + 1u >= static_cast<u32>(RowAgent::kDigits)
@@ -240,47 +241,40 @@ struct FilterSplitAgent {
     Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
     const Record rec = record(p.workspace, r);
     const u32 count = collect(s, row, begin, end, lowest, highest, out, RowAgent::Logit::narrow(p.mask_value));
-    if (threadIdx.x == 0) rec.header->hint = hint;  // every segment stores the same key
+    if (threadIdx.x == 0) rec.header->window = window;  // every segment stores the same window
     publish(s, rec, count, true);
   }
 
   typedef typename RowAgent::WindowSums WindowSums;  // the segments' sums (FilterSplitRowHeader::mass)
 
   // Top-p alone, the second launch, on segment `segment` of row r (rows
-  // with a hint only): the masses of the segment's logits relative to the
-  // row's largest key, summed (Z, above the window, each window digit) into
-  // the record; the last segment to arrive decides (finish_window) and
-  // restores the record.
+  // with a window only): the masses of the segment's logits relative to the
+  // row's largest key, summed (Z, and above the window) into the
+  // record; the last segment to arrive decides (finish_window) and restores
+  // the record.
   static SGTOPK_DEVICE void weigh_window(Shared& s, const FilterParams& p, int r, int segment) {
     const Record rec = record(p.workspace, r);
-    const u32 hint = rec.header->hint;  // the first launch's: a kernel boundary before
-    if (hint == 0u) return;
+    const u32 window = rec.header->window;  // the first launch's: a kernel boundary before
+    if (window == 0u) return;
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
     const float top = float_from_ordered_key(RowAgent::scaled_key(row, rec.header->max_key));
-    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
+    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(window);
     const int len = row.len, width = segment_width(len);
     const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
     const Row part{row.logits + begin, end - begin, row.inverse, row.scales};
-    if (threadIdx.x < 5) s.mass[threadIdx.x] = 0u;
+    if (threadIdx.x < 2) s.mass[threadIdx.x] = 0u;
     __syncthreads();
-    u64 z = 0, above = 0, low = 0, middle = 0, high = 0;
+    u64 z = 0, above = 0;
     RowAgent::for_each_key(part, [&](float x, u32 key, int) {
-      const u32 d = key >> 21;
       const u64 m = RowAgent::mass_of(x, top);
       z += m;
-      if (d > digits.high) above += m;
-      else if (d == digits.low) low += m;
-      else if (d == digits.high) high += m;
-      else if (d > digits.low) middle += m;
+      if ((key >> 21) > digits.high) above += m;
     });
     add_block_sum(&s.mass[0], z);
     add_block_sum(&s.mass[1], above);
-    add_block_sum(&s.mass[2], low);
-    add_block_sum(&s.mass[3], middle);
-    add_block_sum(&s.mass[4], high);
     __syncthreads();
-    if (threadIdx.x < 5) {
+    if (threadIdx.x < 2) {
       const u64 sum = s.mass[threadIdx.x];
       if (sum != 0u) atomicAdd(reinterpret_cast<unsigned long long*>(&rec.header->mass[threadIdx.x]), sum);
     }
@@ -294,62 +288,47 @@ struct FilterSplitAgent {
         volatile FilterSplitRowHeader* h = rec.header;
         s.scratch[1] = h->candidates;
         s.scratch[2] = h->max_key;
-        for (int i = 0; i < 5; ++i) {
+        for (int i = 0; i < 2; ++i) {
           s.scratch[3 + i] = h->mass[i];
           h->mass[i] = 0u;
         }
         h->arrived = 0u;
         h->candidates = 0u;
         h->max_key = 0u;
-        h->hint = 0u;
+        h->window = 0u;
       }
     }
     __syncthreads();
     if (s.scratch[0] == 0u) return;
-    const WindowSums sums{s.scratch[3], s.scratch[4], s.scratch[5], s.scratch[6], s.scratch[7]};
+    const WindowSums sums{s.scratch[3], s.scratch[4]};
     const u32 count = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
     __syncthreads();  // every thread has read scratch
-    finish_window(s, p, r, rec, count, max_key, hint, sums);
+    finish_window(s, p, r, rec, count, max_key, window, sums);
   }
 
   // The finisher of a top-p-alone row: `count` window keys in the record
   // (counted past its capacity), max_key the row's largest unscaled key,
-  // sums the segments' masses (Z, above the window, each window digit). The
-  // digit holding the target from the sums, the later mass rounds over the
-  // record's keys (those of other digits are outside every round's group);
-  // else top_p_alone over the row. Then, out of place where the window
-  // decided and the boundary's every copy is kept, mask_value over the
-  // window keys below the boundary (the segments wrote the rest); else the
-  // whole row.
+  // sums the segments' masses (Z, and above the window). Where the target
+  // lies in the window, the mass rounds over the record's keys (filter_row's
+  // window_boundary); else top_p_alone's histogram pass over the row. Then, out of place where the window decided and the boundary's
+  // every copy is kept, mask_value over the window keys below the boundary
+  // (the segments wrote the rest); else the whole row.
   static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
-                                          u32 max_key, u32 hint, const WindowSums& sums) {
+                                          u32 max_key, u32 window, const WindowSums& sums) {
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
     const u32 top_key = RowAgent::scaled_key(row, max_key);
-    const float top = float_from_ordered_key(top_key);
-    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(hint);
-    u32 b = top_key, t = 1u, copies = 0xffffffffu;  // p <= 0 or no mass: the first token of the order only
+    u32 b = top_key, t = 1u, copies = 0xffffffffu;
     bool windowed = false;
-    if (task.top_p > 0.0f && sums.z != 0u) {
-      const u64 target = RowAgent::mass_target(task.top_p, sums.z);
-      u64 above = 0;
-      const int digit = RowAgent::window_digit(sums, digits, target, above);
-      if (digit >= 0 && count <= static_cast<u32>(kFilterSplitRecordKeys)) {
-        u32* keys = RowAgent::window_keys(s);
-        for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
-        __syncthreads();
-        const typename RowAgent::Candidates c{keys, static_cast<int>(count)};
-        u64 mass_above = 0;
-        const u32 bp = RowAgent::boundary(s, c, target, true, top, 0u, 0xffffffffu, 1, static_cast<u32>(digit) << 21, above,
-                                          &mass_above);
-        copies = RowAgent::count_copies(c, bp);  // bp's digit is the window's: all its copies
-        const u64 each = RowAgent::mass_of(float_from_ordered_key(bp), top);
-        b = bp;
-        t = static_cast<u32>((target - mass_above + each - 1u) / each);
-        windowed = true;
-      } else {
-        RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies, digit >= 0 ? hint : 0u);  // no window pass where the window missed
-      }
+    if (count <= static_cast<u32>(kFilterSplitRecordKeys)) {  // else the histogram pass
+      u32* keys = RowAgent::window_keys(s);
+      for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
+      __syncthreads();
+      windowed = RowAgent::window_boundary(s, keys, count, sums, top_key, task.top_p, b, t, &copies);
+    }
+    if (!windowed) {
+      __syncthreads();  // the window's shared state is read
+      RowAgent::top_p_alone(s, row, task.top_p, top_key, b, t, &copies, 0u);  // the histogram pass
     }
     SGTOPK_FILTER_ROUTE(RowAgent::kRouteExact);
     if (p.out == nullptr) return;
@@ -387,10 +366,10 @@ struct FilterSplitAgent {
       u32 tau = 0u;
       if constexpr (!RowAgent::kMoreOutputs) {
         if (!task.top_k_on && task.top_p_on) {  // top-p alone: the window
-          u32 hint = 0u;
-          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &hint);
-          if (hint != 0u) {
-            top_p_window(s, p, r, segment, task.row, hint);
+          u32 window = 0u;
+          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &window);
+          if (window != 0u) {
+            top_p_window(s, p, r, segment, task.row, window);
             return;
           }
         }
