@@ -128,6 +128,9 @@ struct FilterRowAgent {
   // The exact route's passes (for_each_key): one load in flight where the
   // outputs' code leaves no registers for more (ptxas would spill).
   static constexpr int kExactLoads = kMoreOutputs ? 1 : kLoadsInFlight;
+  // Keys warp 0 sorts in registers, two a lane, where digit rounds would
+  // take 2048-bin histograms (top_p_few, few_keys_boundary).
+  static constexpr int kFewSurvivors = 64;
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
@@ -325,10 +328,87 @@ struct FilterRowAgent {
       }
       above += f.above;
       prefix |= f.digit << shift;
-      __syncthreads();  // scratch and bins are rewritten next round
+      u32 in_digit = 0xffffffffu;  // the group's keys left for the next round, where the few-keys finish may take them
+      if constexpr (!Source::kStreamed && !kMoreOutputs) {
+        if (!mass && round < 2) in_digit = s.count[f.digit];
+      }
+      __syncthreads();  // scratch and bins are rewritten next
+      if (in_digit <= static_cast<u32>(kFewSurvivors))
+        return few_keys_boundary(s, row, target, above, prefix, ~((1u << shift) - 1u), bk, tk, above_out);
     }
     *above_out = above;
     return prefix;
+  }
+
+  // Sorts 64 keys, two a lane of warp 0 (element 2 lane + h in v[h]), into
+  // descending order: a bitonic sort in registers, no barrier.
+  static SGTOPK_DEVICE void warp_sort_descending(u32 (&v)[2]) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    for (u32 size = 2u; size <= 64u; size <<= 1) {
+      const bool descending = ((2u * static_cast<u32>(lane)) & size) == 0u;
+      for (u32 stride = size >> 1; stride > 0u; stride >>= 1) {
+        if (stride == 1u) {  // both elements in this lane
+          const u32 hi = max_of(v[0], v[1]), lo = min_of(v[0], v[1]);
+          v[0] = descending ? hi : lo;
+          v[1] = descending ? lo : hi;
+        } else {
+          const int partner = lane ^ static_cast<int>(stride >> 1);
+          const bool lower = lane < partner;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const u32 other = __shfl_sync(0xffffffffu, v[h], partner);
+            v[h] = lower == descending ? max_of(v[h], other) : min_of(v[h], other);
+          }
+        }
+      }
+    }
+  }
+
+  // The end of boundary()'s count rounds where a round leaves at most
+  // kFewSurvivors keys in the group (`mask` the digits resolved, `prefix`
+  // their values, `above` the keys above the group): warp 0 sorts them (bk
+  // as tk copies) and takes the one of rank target - above, where two more
+  // rounds would take 2048-bin histograms. The same key and count above it
+  // as the rounds.
+  template <typename Source>
+  static SGTOPK_DEVICE u32 few_keys_boundary(Shared& s, const Source& c, u64 target, u64 above, u32 prefix, u32 mask,
+                                             u32 bk, u32 tk, u64* above_out) {
+    u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
+    if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
+    __syncthreads();
+    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < c.len ? c.key(i) : 0u;
+      const bool take = i < c.len && (key & mask) == prefix && (tk == 0xffffffffu || key > bk);
+      const u32 slot = warp_append(take, &keys[kFewSurvivors]);
+      if (take && slot < static_cast<u32>(kFewSurvivors)) keys[slot] = key;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      const int lane = static_cast<int>(threadIdx.x);
+      const u32 n = keys[kFewSurvivors];
+      const u32 copies = tk != 0xffffffffu && (bk & mask) == prefix ? tk : 0u;
+      u32 v[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // element 2 lane + h: a key of the group, a copy of bk, or 0 (none)
+        const u32 e = static_cast<u32>(2 * lane + h);
+        v[h] = e < n ? keys[e] : e < n + copies ? bk : 0u;
+      }
+      warp_sort_descending(v);
+      const u32 r = static_cast<u32>(target - above) - 1u;  // the boundary's element, in descending order
+      const u32 bp = __shfl_sync(0xffffffffu, (r & 1u) != 0u ? v[1] : v[0], static_cast<int>(r >> 1));  // a select: v indexed at run time would live in local memory
+      const u32 greater = static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > bp)) +
+                                           __popc(__ballot_sync(0xffffffffu, v[1] > bp)));
+      if (lane == 0) {
+        s.scratch[33] = bp;
+        s.scratch[34] = above + greater;
+      }
+    }
+    __syncthreads();
+    const u32 b = static_cast<u32>(s.scratch[33]);
+    *above_out = s.scratch[34];
+    __syncthreads();  // scratch and count are rewritten next
+    return b;
   }
 
   // Writes the row where every copy of b is kept (key >= b), else
@@ -432,7 +512,6 @@ struct FilterRowAgent {
   // top_p_boundary() (equal keys carry equal masses, so the key where the
   // running mass reaches the target, and the copies it needs, are the
   // same): the same b and t.
-  static constexpr int kFewSurvivors = 64;
   static SGTOPK_DEVICE void top_p_few(Shared& s, const Candidates& c, float top_p, u32 max_key, u32& b, u32& t) {
     u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
     if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
@@ -454,24 +533,7 @@ struct FilterRowAgent {
         const u32 e = static_cast<u32>(2 * lane + h);
         v[h] = e < above ? keys[e] : e < above + t ? b : 0u;
       }
-      for (u32 size = 2u; size <= static_cast<u32>(kFewSurvivors); size <<= 1) {
-        const bool descending = ((2u * static_cast<u32>(lane)) & size) == 0u;
-        for (u32 stride = size >> 1; stride > 0u; stride >>= 1) {
-          if (stride == 1u) {  // both elements in this lane
-            const u32 hi = max_of(v[0], v[1]), lo = min_of(v[0], v[1]);
-            v[0] = descending ? hi : lo;
-            v[1] = descending ? lo : hi;
-          } else {
-            const int partner = lane ^ static_cast<int>(stride >> 1);
-            const bool lower = lane < partner;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const u32 other = __shfl_sync(0xffffffffu, v[h], partner);
-              v[h] = lower == descending ? max_of(v[h], other) : min_of(v[h], other);
-            }
-          }
-        }
-      }
+      warp_sort_descending(v);
       const float top = float_from_ordered_key(max_key);
       const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
       const u64 pair = m0 + m1;
