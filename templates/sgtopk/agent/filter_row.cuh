@@ -295,9 +295,14 @@ struct FilterRowAgent {
   // 0xffffffff: no top-k). Rounds before `round` are resolved already:
   // `prefix` holds their digits, `above` the units above the group. Returns
   // B and sets *above_out to the units strictly above it.
-  template <typename Source>
+  template <bool kFewMass = false, typename Source>
   static SGTOPK_DEVICE u32 boundary(Shared& s, const Source& row, u64 target, bool mass, float top, u32 bk, u32 tk,
                                     int round, u32 prefix, u64 above, u64* above_out) {
+    // The few-keys finish: over candidates, not with the outputs' code; for
+    // mass rounds (which then count keys by digit too) only where kFewMass
+    // (the sample's: with it at every call, ptxas spilled).
+    constexpr bool kFewKeys = !Source::kStreamed && !kMoreOutputs;
+    constexpr bool kFewMassKeys = kFewKeys && kFewMass;
     for (; round < 3; ++round) {
       const int shift = round == 0 ? 21 : round == 1 ? 10 : 0;
       const int bits = round == 2 ? 10 : 11;
@@ -312,12 +317,12 @@ struct FilterRowAgent {
         if (tk != 0xffffffffu && key <= bk) return;  // bk's copies: added once below
         const u32 d = (key >> shift) & ((1u << bits) - 1u);
         if (mass) add_mass(s, d, mass_of(x, top));
-        else atomicAdd(&s.count[d], 1u);
+        if (!mass || kFewMassKeys) atomicAdd(&s.count[d], 1u);
       });
       if (threadIdx.x == 0 && tk != 0xffffffffu && tk > 0u && (bk & group_mask) == prefix) {
         const u32 d = (bk >> shift) & ((1u << bits) - 1u);
         if (mass) add_mass(s, d, static_cast<u64>(tk) * mass_of(float_from_ordered_key(bk), top));
-        else atomicAdd(&s.count[d], tk);
+        if (!mass || kFewMassKeys) atomicAdd(&s.count[d], tk);
       }
       Found f;
       if (mass) {
@@ -329,12 +334,12 @@ struct FilterRowAgent {
       above += f.above;
       prefix |= f.digit << shift;
       u32 in_digit = 0xffffffffu;  // the group's keys left for the next round, where the few-keys finish may take them
-      if constexpr (!Source::kStreamed && !kMoreOutputs) {
-        if (!mass && round < 2) in_digit = s.count[f.digit];
+      if constexpr (kFewKeys) {
+        if ((!mass || kFewMassKeys) && round < 2) in_digit = s.count[f.digit];
       }
       __syncthreads();  // scratch and bins are rewritten next
       if (in_digit <= static_cast<u32>(kFewSurvivors))
-        return few_keys_boundary(s, row, target, above, prefix, ~((1u << shift) - 1u), bk, tk, above_out);
+        return few_keys_boundary(s, row, target, mass, top, above, prefix, ~((1u << shift) - 1u), bk, tk, above_out);
     }
     *above_out = above;
     return prefix;
@@ -364,15 +369,17 @@ struct FilterRowAgent {
     }
   }
 
-  // The end of boundary()'s count rounds where a round leaves at most
-  // kFewSurvivors keys in the group (`mask` the digits resolved, `prefix`
-  // their values, `above` the keys above the group): warp 0 sorts them (bk
-  // as tk copies) and takes the one of rank target - above, where two more
-  // rounds would take 2048-bin histograms. The same key and count above it
-  // as the rounds.
+  // The end of boundary()'s rounds over candidates where a round leaves at
+  // most kFewSurvivors keys in the group (`mask` the digits resolved,
+  // `prefix` their values, `above` the units above the group): warp 0 sorts
+  // them (bk as tk copies) and takes the key where the units from the top
+  // reach the target (counting: the one of rank target - above; mass: a
+  // running sum in key order, equal keys carrying equal masses), where two
+  // more rounds would take 2048-bin histograms. The same key and units
+  // above it as the rounds.
   template <typename Source>
-  static SGTOPK_DEVICE u32 few_keys_boundary(Shared& s, const Source& c, u64 target, u64 above, u32 prefix, u32 mask,
-                                             u32 bk, u32 tk, u64* above_out) {
+  static SGTOPK_DEVICE u32 few_keys_boundary(Shared& s, const Source& c, u64 target, bool mass, float top, u64 above,
+                                             u32 prefix, u32 mask, u32 bk, u32 tk, u64* above_out) {
     u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
     if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
     __syncthreads();
@@ -395,13 +402,36 @@ struct FilterRowAgent {
         v[h] = e < n ? keys[e] : e < n + copies ? bk : 0u;
       }
       warp_sort_descending(v);
-      const u32 r = static_cast<u32>(target - above) - 1u;  // the boundary's element, in descending order
-      const u32 bp = __shfl_sync(0xffffffffu, (r & 1u) != 0u ? v[1] : v[0], static_cast<int>(r >> 1));  // a select: v indexed at run time would live in local memory
-      const u32 greater = static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > bp)) +
-                                           __popc(__ballot_sync(0xffffffffu, v[1] > bp)));
+      u32 bp;
+      u64 units_above;
+      if (!mass) {
+        const u32 r = static_cast<u32>(target - above) - 1u;  // the boundary's element, in descending order
+        // A select: v indexed at run time would live in local memory.
+        bp = __shfl_sync(0xffffffffu, (r & 1u) != 0u ? v[1] : v[0], static_cast<int>(r >> 1));
+        units_above = static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > bp)) +
+                                       __popc(__ballot_sync(0xffffffffu, v[1] > bp)));
+      } else {  // the elements past the group are key 0, NaN's: no mass
+        const u64 goal = target - above;
+        const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
+        const u64 pair = m0 + m1;
+        u64 running = pair;  // inclusive prefix over the lanes, in key order
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+          const u64 o = __shfl_up_sync(0xffffffffu, running, static_cast<unsigned>(d));
+          if (lane >= d) running += o;
+        }
+        const u64 before = running - pair;
+        const bool at0 = before < goal && before + m0 >= goal;
+        const bool at1 = before + m0 < goal && running >= goal;
+        const int first = __ffs(__ballot_sync(0xffffffffu, at0 || at1)) - 1;
+        bp = __shfl_sync(0xffffffffu, at0 ? v[0] : v[1], first);
+        units_above = (v[0] > bp ? m0 : 0u) + (v[1] > bp ? m1 : 0u);
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) units_above += __shfl_sync(0xffffffffu, units_above, lane ^ d);
+      }
       if (lane == 0) {
         s.scratch[33] = bp;
-        s.scratch[34] = above + greater;
+        s.scratch[34] = above + units_above;
       }
     }
     __syncthreads();
@@ -957,7 +987,8 @@ struct FilterRowAgent {
       expected = 1.0;
       if (top_p > 0.0f && total != 0u) {
         u64 mass_above = 0;
-        const u32 at = boundary(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
+        const u32 at =
+            boundary<true>(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
         if (window) *window = choose_window(sample, at, row.len);
       }
