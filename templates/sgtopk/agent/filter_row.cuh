@@ -345,6 +345,26 @@ struct FilterRowAgent {
     return prefix;
   }
 
+  // The keys of `c` in a group (key & mask == prefix) that a count takes
+  // (above bk where tk is not 0xffffffff), up to kFewSurvivors of them, into
+  // s.count (free between digit rounds), their number (past the capacity
+  // too) after them. Returns s.count.
+  template <typename Source>
+  static SGTOPK_DEVICE const u32* gather_few_keys(Shared& s, const Source& c, u32 prefix, u32 mask, u32 bk, u32 tk) {
+    u32* keys = s.count;
+    if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
+    __syncthreads();
+    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < c.len ? c.key(i) : 0u;
+      const bool take = i < c.len && (key & mask) == prefix && (tk == 0xffffffffu || key > bk);
+      const u32 slot = warp_append(take, &keys[kFewSurvivors]);
+      if (take && slot < static_cast<u32>(kFewSurvivors)) keys[slot] = key;
+    }
+    __syncthreads();
+    return keys;
+  }
+
   // Sorts 64 keys, two a lane of warp 0 (element 2 lane + h in v[h]), into
   // descending order: a bitonic sort in registers, no barrier.
   static SGTOPK_DEVICE void warp_sort_descending(u32 (&v)[2]) {
@@ -380,17 +400,7 @@ struct FilterRowAgent {
   template <typename Source>
   static SGTOPK_DEVICE u32 few_keys_boundary(Shared& s, const Source& c, u64 target, bool mass, float top, u64 above,
                                              u32 prefix, u32 mask, u32 bk, u32 tk, u64* above_out) {
-    u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
-    if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
-    __syncthreads();
-    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
-      const int i = base + static_cast<int>(threadIdx.x);
-      const u32 key = i < c.len ? c.key(i) : 0u;
-      const bool take = i < c.len && (key & mask) == prefix && (tk == 0xffffffffu || key > bk);
-      const u32 slot = warp_append(take, &keys[kFewSurvivors]);
-      if (take && slot < static_cast<u32>(kFewSurvivors)) keys[slot] = key;
-    }
-    __syncthreads();
+    const u32* keys = gather_few_keys(s, c, prefix, mask, bk, tk);
     if (threadIdx.x < 32) {
       const int lane = static_cast<int>(threadIdx.x);
       const u32 n = keys[kFewSurvivors];
@@ -543,17 +553,7 @@ struct FilterRowAgent {
   // running mass reaches the target, and the copies it needs, are the
   // same): the same b and t.
   static SGTOPK_DEVICE void top_p_few(Shared& s, const Candidates& c, float top_p, u32 max_key, u32& b, u32& t) {
-    u32* keys = s.count;  // free between digit rounds; keys[kFewSurvivors] counts the appends
-    if (threadIdx.x == 0) keys[kFewSurvivors] = 0u;
-    __syncthreads();
-    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
-      const int i = base + static_cast<int>(threadIdx.x);
-      const u32 key = i < c.len ? c.key(i) : 0u;
-      const bool take = i < c.len && key > b;
-      const u32 slot = warp_append(take, &keys[kFewSurvivors]);
-      if (take && slot < static_cast<u32>(kFewSurvivors)) keys[slot] = key;
-    }
-    __syncthreads();
+    const u32* keys = gather_few_keys(s, c, 0u, 0u, b, 0u);  // the keys above b
     if (threadIdx.x < 32) {
       const int lane = static_cast<int>(threadIdx.x);
       const u32 above = keys[kFewSurvivors];
