@@ -213,7 +213,17 @@
     "0: off; else a finisher whose row has at most block_threads x finisher_items candidates\n" \
     "copies them all into shared memory at once and selects among them there\n" \
     "(block_select.cuh), instead of storing a frontier and refining it\n" \
-    "(docs/decisions/2026-12-03-split-finisher-in-shared-memory.md)")
+    "(docs/decisions/2026-12-03-split-finisher-in-shared-memory.md)") \
+  X(INT, prefetch_before_view_kb, 0, (0, 4096), \
+    "0: off; else before its proposal each CTA asks L2 for this many KB from its segment's\n" \
+    "start (bulk prefetches, sm_90 and newer): one CTA an SM keeps too few loads in flight to\n" \
+    "hide DRAM's latency alone") \
+  X(INT, prefetch_after_view_kb, 0, (0, 4096), \
+    "0: off; else once its view's samples are read, each CTA asks L2 for the next this many KB\n" \
+    "of its segment (after prefetch_before_view_kb), behind the view's own loads") \
+  X(INT, prefetch_ahead_chunks, 0, (0, 8), \
+    "0: off; else the segment pass asks L2 for the chunk (block_threads x loads_in_flight x\n" \
+    "16 bytes) this many ahead of the one it reads (one bulk prefetch, sm_90 and newer)")
 
 // [select.cluster] a few long rows on sm_90 clusters: one cluster a row, each
 // CTA over one segment, the histograms summed in distributed shared memory.

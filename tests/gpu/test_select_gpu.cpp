@@ -819,6 +819,12 @@ std::vector<Case> split_cases() {
   few_long("finisher_items_2", 16, 262144, "[select.split]\nfinisher_items = 2\n", {SGTOPK_ROUTE_PRIMARY});
   out.back().families = all_row_families();
   out.back().flags |= SGTOPK_SORTED;
+  // Segments asked of L2 after the view and ahead of the pass, with ragged
+  // rows (segments that end inside a chunk and rows that start anywhere).
+  few_long("l2_prefetch", 16, 1 << 20, "[select.split]\nprefetch_before_view_kb = 20\nprefetch_after_view_kb = 100\nprefetch_ahead_chunks = 2\n",
+           {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
+  out.back().families = all_row_families();
+  out.back().expect_split_forms = 1;
   return out;
 }
 

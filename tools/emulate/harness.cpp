@@ -118,6 +118,15 @@ using namespace sgtopk;
 #ifndef FINISHER_ITEMS
 #define FINISHER_ITEMS 8  // split: the finisher's candidates a thread in shared memory (0: a stored frontier, refined)
 #endif
+#ifndef PREFETCH_BEFORE_VIEW_KB
+#define PREFETCH_BEFORE_VIEW_KB 0  // split: the segment's first KB asked of L2 before the proposal
+#endif
+#ifndef PREFETCH_AFTER_VIEW_KB
+#define PREFETCH_AFTER_VIEW_KB 0  // split: the next KB asked of L2 once the view is read
+#endif
+#ifndef PREFETCH_AHEAD_CHUNKS
+#define PREFETCH_AHEAD_CHUNKS 0  // split: the segment pass's L2 look-ahead in chunks
+#endif
 // Floor marks as the planner sizes them (templates/sgtopk/abi.h): streamed
 // rows with vector loads only.
 static constexpr int floor_mark_words() {
@@ -190,6 +199,9 @@ struct Config {
   static constexpr long long kMinSegmentWidth = MIN_SEGMENT;
   static constexpr int kCandidateCapacity = CANDIDATES;
   static constexpr int kFinisherItems = FINISHER_ITEMS;
+  static constexpr int kPrefetchBeforeViewKb = PREFETCH_BEFORE_VIEW_KB;
+  static constexpr int kPrefetchAfterViewKb = PREFETCH_AFTER_VIEW_KB;
+  static constexpr int kPrefetchAheadChunks = PREFETCH_AHEAD_CHUNKS;
   static constexpr int kIndexTransform = TRANSFORM;
   static constexpr int kPageSize = TRANSFORM == 2 ? PAGE_SIZE : 0;
   static constexpr long long kPageTablePitch = TRANSFORM == 2 ? (WIDTH_ + PAGE_SIZE - 1) / PAGE_SIZE : 0;

@@ -123,6 +123,13 @@ inline unsigned short f16_bits(float x) { return emu_f16_bits(x); }
 inline float f16_to_float(unsigned short h) { _Float16 x; std::memcpy(&x, &h, 2); return static_cast<float>(x); }
 inline unsigned f16x2_bits(float a, float b) { return emu_f16_bits(a) | (static_cast<unsigned>(emu_f16_bits(b)) << 16); }
 inline void prefetch_l2(const void*) {}
+// The device's bulk prefetch faults on a misaligned address or size: so does this.
+inline void prefetch_l2_bulk(const void* p, unsigned bytes) {
+  if ((reinterpret_cast<unsigned long long>(p) & 15ull) != 0ull || bytes == 0u || bytes % 16u != 0u) {
+    std::fprintf(stderr, "emulate: prefetch_l2_bulk(%p, %u): address and size must be nonzero multiples of 16\n", p, bytes);
+    std::abort();
+  }
+}
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 inline unsigned cluster_rank() { return emu_cta->rank; }

@@ -170,9 +170,15 @@ struct SampledAgent {
   // there for the fine proposal's second look, which then reads shared
   // memory instead of gathering the view again
   // (docs/decisions/2026-12-04-split-segment-capacity-and-kept-view.md).
-  template <typename Span = BlockSpan>
+  // after_view() runs on every thread once the view's gathers have returned
+  // (the split asks L2 for its segment there, behind the proposal's loads).
+  struct NothingAfterView {
+    SGTOPK_DEVICE void operator()() const {}
+  };
+  template <typename Span = BlockSpan, typename AfterView = NothingAfterView>
   static SGTOPK_DEVICE bool propose(SelectionState& state, const float* scores, int len, long long row_id,
-                                    Proposal* proposal, int part = 0, float* kept = nullptr, int kept_capacity = 0) {
+                                    Proposal* proposal, int part = 0, float* kept = nullptr, int kept_capacity = 0,
+                                    const AfterView& after_view = AfterView{}) {
     const bool wide = static_cast<long long>(len) >= Config::kWideRowThreshold;
     const int stride = wide ? Config::kStrideWide : Config::kStrideNarrow;
     const u32 q0 = static_cast<u32>(wide ? Config::kQ0Wide : Config::kQ0Narrow);
@@ -197,6 +203,7 @@ struct SampledAgent {
         },
         keep ? kept : nullptr);
     __syncthreads();
+    after_view();
     Span::combine(state);
     const u32 ranks[2] = {q0, q1};
     RankBin found[2];  // primary, secondary

@@ -23,7 +23,10 @@
 // again in one pass of its own.
 //
 // Config adds to the sampled constants: kSegments (CTAs per row), kMinSegmentWidth
-// (a shorter row uses fewer of them), kCandidateCapacity (stored per row).
+// (a shorter row uses fewer of them), kCandidateCapacity (stored per row),
+// kPrefetchBeforeViewKb, kPrefetchAfterViewKb and kPrefetchAheadChunks (the
+// segment asked of L2 early: one CTA an SM keeps too few loads in flight to
+// hide DRAM's latency).
 #pragma once
 #include "sgtopk/agent/sampled.cuh"
 #include "sgtopk/block/block_select.cuh"
@@ -103,6 +106,18 @@ struct SplitAgent {
     return static_cast<int>((w + 63) / 64 * 64);
   }
 
+  // Asks L2 for the whole 16-byte blocks of [from, to) in bulk prefetches of
+  // at most kPrefetchPieceBytes: piece i by thread i (`threads` of them; one
+  // thread issues every piece when 1).
+  static constexpr u64 kPrefetchPieceBytes = 16384;
+  template <int kIssuers>
+  static SGTOPK_DEVICE void prefetch_range(const float* from, const float* to) {
+    const u64 first = (reinterpret_cast<u64>(from) + 15ull) & ~15ull, end = reinterpret_cast<u64>(to) & ~15ull;
+    const u64 mine = kIssuers == 1 ? 0ull : static_cast<u64>(threadIdx.x);
+    for (u64 piece = first + mine * kPrefetchPieceBytes; piece < end; piece += kIssuers * kPrefetchPieceBytes)
+      hw::prefetch_l2_bulk(reinterpret_cast<const void*>(piece), static_cast<unsigned>(min_of(end - piece, kPrefetchPieceBytes)));
+  }
+
   // The segment pass: stores each score >= low of [0, len) in the CTA's
   // shared frontier slots (state.next_count counts them, stored or not),
   // counts those >= primary_low in state.committed and the stored ones'
@@ -125,6 +140,17 @@ struct SplitAgent {
     row.for_each_chunk(
         [&](const auto& chunk) {
           typedef typename Bare<decltype(chunk)>::type Chunk;
+          if constexpr (Config::kPrefetchAheadChunks > 0) {
+            // Thread 0 asks L2 for the chunk kPrefetchAheadChunks ahead (at the
+            // first chunk, every chunk up to it).
+            constexpr int kChunkScores = Chunk::kCount * Config::kThreads;
+            if (threadIdx.x == 0) {
+              const long long start = chunk.first - 4 * chunk.slot;  // the chunk's first score
+              const long long from = start + (chunk.number == 0 ? 1 : Config::kPrefetchAheadChunks) * kChunkScores;
+              const long long to = min_of(static_cast<long long>(len), start + (Config::kPrefetchAheadChunks + 1) * kChunkScores);
+              if (from < to) prefetch_range<1>(segment + from, segment + to);
+            }
+          }
           u32 taken = 0u;
 #pragma unroll
           for (int n = 0; n < Chunk::kCount; ++n) {
@@ -412,9 +438,23 @@ struct SplitAgent {
     store.global_index = reinterpret_cast<u32*>(rec.slice() + Config::kFrontierGlobalCapacity);
     PhaseClock<Config::kRouteStats> clock(p.route_stats);
     typename Sampled::Proposal proposal{0.0f, 0.0f};
+    // The segment's first kPrefetchBeforeViewKb asked of L2 before the
+    // proposal, the next kPrefetchAfterViewKb once its view is read: the
+    // proposal hides the fetch.
+    const auto prefetch_segment = [&](int from_kb, int kb) {
+      const int width = segment_width(task.len, active);
+      const int begin = min_of(task.len, s * width), end = min_of(task.len, begin + width);
+      const long long first = begin + 256ll * from_kb, last = min_of(static_cast<long long>(end), first + 256ll * kb);
+      if (first < last) prefetch_range<Config::kThreads>(task.scores + first, task.scores + last);
+    };
+    if constexpr (Config::kPrefetchBeforeViewKb > 0) prefetch_segment(0, Config::kPrefetchBeforeViewKb);
+    const auto after_view = [&]() {
+      if constexpr (Config::kPrefetchAfterViewKb > 0) prefetch_segment(Config::kPrefetchBeforeViewKb, Config::kPrefetchAfterViewKb);
+    };
     // The frontier's bytes (value and index a candidate) keep the view.
     const bool viewed = Sampled::propose(state, task.scores, task.len, r, &proposal, 0,
-                                         reinterpret_cast<float*>(frontier_bytes), 2 * Config::kFrontierSharedCapacity);
+                                         reinterpret_cast<float*>(frontier_bytes), 2 * Config::kFrontierSharedCapacity,
+                                         after_view);
     clock.lap(kCyclesProposal);
     if (!viewed) {
       // Every CTA of the row finds the view too small (that depends on len

@@ -26,6 +26,16 @@ __device__ __forceinline__ unsigned f16x2_bits(float a, float b) {
   return halves;
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Asks L2 for [p, p + bytes) in one instruction that holds no register
+// (p and bytes multiples of 16; sm_90 and newer, a no-op before).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 // A load past L1, for what other CTAs of this launch wrote before their fence.
 __device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ unsigned load_l2(const unsigned* p) { return __ldcg(p); }
