@@ -311,7 +311,14 @@
   X(INT, block_threads, 512, (128, 1024, kPow2), \
     "threads per CTA (the segment pass and the finisher's decisions)") \
   X(INT, loads_in_flight, 2, (1, 8), \
-    "16-byte loads a thread keeps in flight in the segment pass and the finisher's passes")
+    "16-byte loads a thread keeps in flight in the segment pass and the finisher's passes") \
+  X(INT, prefetch_before_sample_kb, 0, (0, 4096), \
+    "0: off; else before reading its sample each CTA asks L2 for this many KB from its segment's\n" \
+    "start (bulk prefetches, sm_90 and newer), so that the segment pass finds them there") \
+  X(INT, prefetch_ahead_steps, 0, (0, 16), \
+    "0: off; else the segment pass asks L2 for the step (block_threads x loads_in_flight x 16\n" \
+    "bytes) this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs\n" \
+    "of 512 keep 32 KB of loads in flight an SM, too few to hide DRAM's latency")
 
 // [compile] NVRTC.
 #define SGTOPK_POLICY_COMPILE(X) \

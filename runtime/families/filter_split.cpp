@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/families/select_common.h"
+#include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -42,7 +43,19 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_split_ctas_per_sm(p, fs, target.arch));
   plan.grid = static_cast<unsigned>(p.rows * segments);
-  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight).integer("kSegments", segments);
+  // Bulk prefetches are sm_90's; before it the plan goes without them and says so.
+  const bool prefetches = arch_number(target.arch) >= 90;
+  if (fs.prefetch_before_sample_kb != 0 || fs.prefetch_ahead_steps != 0) {
+    const std::string keys = " [filter.split.prefetch_before_sample_kb, prefetch_ahead_steps]";
+    plan.derived.push_back(prefetches ? "segments asked of L2: " + std::to_string(fs.prefetch_before_sample_kb) +
+                                            " KB before the sample, " + std::to_string(fs.prefetch_ahead_steps) +
+                                            " step(s) ahead of the pass" + keys
+                                      : "no L2 prefetches on " + target.arch + " (bulk prefetches need sm_90)" + keys);
+  }
+  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight)
+                    .integer("kSegments", segments)
+                    .integer("kPrefetchBeforeSampleKb", prefetches ? fs.prefetch_before_sample_kb : 0)
+                    .integer("kPrefetchAheadSteps", prefetches ? fs.prefetch_ahead_steps : 0);
   // One record a row: the segments' arrival, count and largest key, then the candidates.
   plan.workspace_bytes = static_cast<uint64_t>(p.rows) * sgtopk::filter_split_row_bytes();
   // Mask-only kernels weigh top-p-alone rows in a second launch, once the

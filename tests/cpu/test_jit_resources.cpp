@@ -172,6 +172,8 @@ std::vector<SpillCase> spill_cases() {
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).
       {"filter_split_rows1_w128256", 0, 1, 128256, "", false, false, true},
+      {"filter_split_prefetch_rows64_w128256", 0, 64, 128256, "", false, false, true,
+       "[filter.split]\nprefetch_before_sample_kb = 16\nprefetch_ahead_steps = 2\n"},
       {"filter_split_bf16_rows64_w128256", 0, 64, 128256, "", false, false, true, "", SGTOPK_BF16},
       {"filter_split_f16_rows1_w262208", 0, 1, 262208, "", false, false, true, "", SGTOPK_F16},
       {"filter_split_outputs_rows8_w128256", 64, 8, 128256, "", false, false, true, "", SGTOPK_F32,

@@ -1052,6 +1052,8 @@ TEST(FilterGpuSplit, SegmentsGiveFilterRowsBits) {
     };
     for (const Variant v : {Variant{"filter.split.min_segments = 0\n", "filter_row"}, Variant{nullptr, "filter_split"},
                             Variant{"filter.split.min_segment_width = 1024\n", "filter_split"},
+                            Variant{"filter.split.prefetch_before_sample_kb = 24\nfilter.split.prefetch_ahead_steps = 2\n",
+                                    "filter_split"},
                             Variant{"filter.split.block_threads = 1024\n", nullptr}}) {  // one an SM: 64 rows on filter_row
       SCOPED_TRACE(v.policy ? v.policy : "default policy");
       sgtopk_plan plan = compile_filter(rows, vocab, shape.pitch, SGTOPK_F32, v.policy);

@@ -91,6 +91,14 @@ struct Config {
 #endif
 #ifdef SEGMENTS
   static constexpr int kSegments = SEGMENTS;
+#ifndef PREFETCH_BEFORE_SAMPLE_KB
+#define PREFETCH_BEFORE_SAMPLE_KB 0
+#endif
+#ifndef PREFETCH_AHEAD_STEPS
+#define PREFETCH_AHEAD_STEPS 0
+#endif
+  static constexpr int kPrefetchBeforeSampleKb = PREFETCH_BEFORE_SAMPLE_KB;  // the segment's first KB asked of L2
+  static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;          // the segment pass's L2 look-ahead
 #endif
 };
 using Agent = FilterRowAgent<Config>;

@@ -855,8 +855,9 @@ struct FilterRowAgent {
   // visitor may use warp collectives): the head and the tail one element a
   // thread, then the body in 16-byte loads, kPerVector elements a thread.
   // visit(words, first, valid): element(words, u) is element first + u where
-  // bit u of valid is set.
-  template <int kLoads = kLoadsInFlight, typename Visit>
+  // bit u of valid is set. With kAheadSteps, thread 0 asks L2 for the step
+  // that many ahead of the one it loads (at the first, every step up to it).
+  template <int kLoads = kLoadsInFlight, int kAheadSteps = 0, typename Visit>
   static SGTOPK_DEVICE void stream_row(const Elem* row, int len, Visit& visit) {
     const Body body = body_of(row, len);
     const int scalars = body.head + (len - body.end);
@@ -871,6 +872,12 @@ struct FilterRowAgent {
     // step covers kLoadsInFlight * kThreads vectors; the last may be partial).
     const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
     for (int base = 0; base < body.vectors; base += kLoads * kThreads) {
+      if constexpr (kAheadSteps > 0) {
+        constexpr int kStep = kLoads * kThreads;
+        const int from = base + (base == 0 ? 1 : kAheadSteps) * kStep;
+        const int to = static_cast<int>(min_of(static_cast<long long>(body.vectors), base + (kAheadSteps + 1ll) * kStep));
+        if (threadIdx.x == 0 && from < to) prefetch_l2_range<1>(vectors + from, vectors + to);
+      }
       uint4 v[kLoads];
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {

@@ -39,9 +39,10 @@
 // code) are filtered as filter_row does by one CTA: the last of the row's
 // CTAs to arrive (none writes before every one has read its sample, which
 // an in-place write would change). The finisher restores the record's
-// header, so a graph replay starts from zero. Config adds kSegments to
-// filter_row's constants; FilterParams::workspace holds one record a row
-// (abi.h, filter_split_row_bytes).
+// header, so a graph replay starts from zero. Config adds kSegments,
+// kPrefetchBeforeSampleKb and kPrefetchAheadSteps (the segment asked of L2
+// early) to filter_row's constants; FilterParams::workspace holds one record
+// a row (abi.h, filter_split_row_bytes).
 #pragma once
 #include "sgtopk/agent/filter_row.cuh"
 
@@ -132,7 +133,7 @@ struct FilterSplitAgent {
       }
       RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
     };
-    RowAgent::stream_row(segment, end - begin, visit);
+    RowAgent::template stream_row<RowAgent::kLoadsInFlight, Config::kPrefetchAheadSteps>(segment, end - begin, visit);
     local_max = warp_max(local_max);
     if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
     __syncthreads();
@@ -362,6 +363,14 @@ struct FilterSplitAgent {
     bool try_sampled = true;  // for a row filtered by one CTA: filter_row's sampled route first
     {
       const RowTask task = RowAgent::row_task(p, r);
+      if constexpr (Config::kPrefetchBeforeSampleKb > 0) {
+        // The segment's first kPrefetchBeforeSampleKb asked of L2: the sample's reads and decisions hide the fetch.
+        const int len = task.row.len, width = segment_width(len);
+        const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+        const long long last = min_of(static_cast<long long>(end),
+                                      begin + 1024ll * Config::kPrefetchBeforeSampleKb / static_cast<long long>(sizeof(Elem)));
+        if (begin < last) prefetch_l2_range<kThreads>(task.row.logits + begin, task.row.logits + last);
+      }
       const Record rec = record(p.workspace, r);
       u32 tau = 0u;
       if constexpr (!RowAgent::kMoreOutputs) {

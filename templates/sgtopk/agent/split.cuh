@@ -106,18 +106,6 @@ struct SplitAgent {
     return static_cast<int>((w + 63) / 64 * 64);
   }
 
-  // Asks L2 for the whole 16-byte blocks of [from, to) in bulk prefetches of
-  // at most kPrefetchPieceBytes: piece i by thread i (`threads` of them; one
-  // thread issues every piece when 1).
-  static constexpr u64 kPrefetchPieceBytes = 16384;
-  template <int kIssuers>
-  static SGTOPK_DEVICE void prefetch_range(const float* from, const float* to) {
-    const u64 first = (reinterpret_cast<u64>(from) + 15ull) & ~15ull, end = reinterpret_cast<u64>(to) & ~15ull;
-    const u64 mine = kIssuers == 1 ? 0ull : static_cast<u64>(threadIdx.x);
-    for (u64 piece = first + mine * kPrefetchPieceBytes; piece < end; piece += kIssuers * kPrefetchPieceBytes)
-      hw::prefetch_l2_bulk(reinterpret_cast<const void*>(piece), static_cast<unsigned>(min_of(end - piece, kPrefetchPieceBytes)));
-  }
-
   // The segment pass: stores each score >= low of [0, len) in the CTA's
   // shared frontier slots (state.next_count counts them, stored or not),
   // counts those >= primary_low in state.committed and the stored ones'
@@ -148,7 +136,7 @@ struct SplitAgent {
               const long long start = chunk.first - 4 * chunk.slot;  // the chunk's first score
               const long long from = start + (chunk.number == 0 ? 1 : Config::kPrefetchAheadChunks) * kChunkScores;
               const long long to = min_of(static_cast<long long>(len), start + (Config::kPrefetchAheadChunks + 1) * kChunkScores);
-              if (from < to) prefetch_range<1>(segment + from, segment + to);
+              if (from < to) prefetch_l2_range<1>(segment + from, segment + to);
             }
           }
           u32 taken = 0u;
@@ -445,7 +433,7 @@ struct SplitAgent {
       const int width = segment_width(task.len, active);
       const int begin = min_of(task.len, s * width), end = min_of(task.len, begin + width);
       const long long first = begin + 256ll * from_kb, last = min_of(static_cast<long long>(end), first + 256ll * kb);
-      if (first < last) prefetch_range<Config::kThreads>(task.scores + first, task.scores + last);
+      if (first < last) prefetch_l2_range<Config::kThreads>(task.scores + first, task.scores + last);
     };
     if constexpr (Config::kPrefetchBeforeViewKb > 0) prefetch_segment(0, Config::kPrefetchBeforeViewKb);
     const auto after_view = [&]() {

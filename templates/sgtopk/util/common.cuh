@@ -42,4 +42,17 @@ SGTOPK_DEVICE T min_of(T a, T b) { return a < b ? a : b; }
 template <typename T>
 SGTOPK_DEVICE T max_of(T a, T b) { return a > b ? a : b; }
 
+// Asks L2 for the whole 16-byte blocks of [from, to) in bulk prefetches of
+// at most 16 KB: piece i by thread i, or every piece by the calling thread
+// when kIssuers is 1 (a hint: nothing waits for it, no register holds it).
+template <int kIssuers>
+SGTOPK_DEVICE void prefetch_l2_range(const void* from, const void* to) {
+  constexpr unsigned long long kPiece = 16384;
+  const unsigned long long first = (reinterpret_cast<unsigned long long>(from) + 15ull) & ~15ull;
+  const unsigned long long end = reinterpret_cast<unsigned long long>(to) & ~15ull;
+  const unsigned long long mine = kIssuers == 1 ? 0ull : static_cast<unsigned long long>(threadIdx.x);
+  for (unsigned long long piece = first + mine * kPiece; piece < end; piece += kIssuers * kPiece)
+    hw::prefetch_l2_bulk(reinterpret_cast<const void*>(piece), static_cast<unsigned>(min_of(end - piece, kPiece)));
+}
+
 }  // namespace sgtopk
