@@ -130,6 +130,7 @@ inline void prefetch_l2_bulk(const void* p, unsigned bytes) {
     std::abort();
   }
 }
+inline unsigned atomic_add_acq_rel(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 inline unsigned cluster_rank() { return emu_cta->rank; }

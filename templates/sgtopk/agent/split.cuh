@@ -187,13 +187,14 @@ struct SplitAgent {
       for (u32 b = threadIdx.x; b < kLogOffsetBins; b += Config::kThreads)
         if (const u32 n = state.histogram[b]) atomicAdd(rec.bins() + b, n);
     }
-    __threadfence();  // each writer's candidates are visible device-wide before the arrival
-    __syncthreads();
+    __syncthreads();  // every thread's candidates and bins precede thread 0's release
     if (threadIdx.x == 0) {
-      const bool last = atomicAdd(&rec.header()->arrived, 1u) == static_cast<u32>(active - 1);
+      // The arrival releases this CTA's writes and, on the last, acquires
+      // every segment's (their barrier, then this thread: the finisher's
+      // threads read them after the barrier below).
+      const bool last = hw::atomic_add_acq_rel(&rec.header()->arrived, 1u) == static_cast<u32>(active - 1);
       scratch[1] = last ? 1u : 0u;
       if (last) {
-        __threadfence();
         volatile SplitRowHeader* h = rec.header();
         scratch[2] = h->admitted;
         scratch[3] = h->primary;
