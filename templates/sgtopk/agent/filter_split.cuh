@@ -140,6 +140,13 @@ struct FilterSplitAgent {
     return s.candidates;
   }
 
+  // Thread 0's arrival, after a barrier: releases its CTA's writes and, on
+  // the row's last (true), acquires every segment's (the CTA's threads read
+  // them after the barrier that follows).
+  static SGTOPK_DEVICE bool arrive(const Record& rec) {
+    return hw::atomic_add_acq_rel(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+  }
+
   // Publishes the segment's `count` candidates and its largest key (in
   // s.max_key) in the row's record and arrives; true on the row's finisher,
   // which then holds the row's count and largest unscaled key in
@@ -161,13 +168,11 @@ struct FilterSplitAgent {
       rec.keys[base + i] = s.candidate_key[i];
       rec.indices[base + i] = s.candidate_index[i];
     }
-    __threadfence();  // the candidates (and an out-of-place mask) are visible device-wide before the arrival
-    __syncthreads();
+    __syncthreads();  // every thread's candidates (and out-of-place mask) precede thread 0's release
     if (threadIdx.x == 0) {
-      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+      const bool last = arrive(rec);
       s.scratch[0] = last ? 1u : 0u;
       if (last) {
-        __threadfence();
         volatile FilterSplitRowHeader* h = rec.header;
         s.scratch[1] = h->candidates;
         s.scratch[2] = h->max_key;
@@ -279,13 +284,11 @@ struct FilterSplitAgent {
       const u64 sum = s.mass[threadIdx.x];
       if (sum != 0u) atomicAdd(reinterpret_cast<unsigned long long*>(&rec.header->mass[threadIdx.x]), sum);
     }
-    __threadfence();  // the sums are visible device-wide before the arrival
-    __syncthreads();
+    __syncthreads();  // every thread's sums precede thread 0's release
     if (threadIdx.x == 0) {
-      const bool last = atomicAdd(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+      const bool last = arrive(rec);
       s.scratch[0] = last ? 1u : 0u;
       if (last) {
-        __threadfence();
         volatile FilterSplitRowHeader* h = rec.header;
         s.scratch[1] = h->candidates;
         s.scratch[2] = h->max_key;
