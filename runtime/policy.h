@@ -293,6 +293,10 @@
     "threads per CTA with few rows (one CTA an SM at 64 registers a thread: more threads a row)") \
   X(INT, few_rows_loads_in_flight, 2, (1, 8), \
     "16-byte loads a thread keeps in flight with few rows (more would spill at 1024 threads)") \
+  X(INT, prefetch_ahead_steps, 0, (0, 16), \
+    "0: off; else each pass over a row asks L2 for the step (threads x loads in flight x 16 bytes)\n" \
+    "this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs of 512\n" \
+    "keep 32 KB of loads in flight an SM, too few to hide DRAM's latency") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \
@@ -316,9 +320,8 @@
     "0: off; else before reading its sample each CTA asks L2 for this many KB from its segment's\n" \
     "start (bulk prefetches, sm_90 and newer), so that the segment pass finds them there") \
   X(INT, prefetch_ahead_steps, 0, (0, 16), \
-    "0: off; else the segment pass asks L2 for the step (block_threads x loads_in_flight x 16\n" \
-    "bytes) this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs\n" \
-    "of 512 keep 32 KB of loads in flight an SM, too few to hide DRAM's latency")
+    "0: off; else the segment pass and the finisher's passes ask L2 for the step (block_threads x\n" \
+    "loads_in_flight x 16 bytes) this many ahead, as [filter]'s for filter_row")
 
 // [compile] NVRTC.
 #define SGTOPK_POLICY_COMPILE(X) \

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "runtime/families/select_common.h"
+#include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -27,13 +28,15 @@ int filter_ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
 // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
 // loads a thread keeps in flight in its passes (stream_row()); kOutputs:
 // abi.h's kFilterOut* of the problem's flags.
-KernelConfig filter_config(const Problem& p, const FilterPolicy& policy, int threads, int loads_in_flight) {
+KernelConfig filter_config(const Problem& p, const FilterPolicy& policy, int threads, int loads_in_flight,
+                           int prefetch_ahead_steps) {
   return KernelConfig()
       .integer("kThreads", threads)
       .integer("kDtype", static_cast<int>(p.dtype))
       .integer("kSampleSize", policy.sample_size)
       .integer("kSampleSigmas", policy.sample_sigmas)
       .integer("kLoadsInFlight", loads_in_flight)
+      .integer("kPrefetchAheadSteps", prefetch_ahead_steps)
       .integer("kOutputs", (p.filter_mask ? sgtopk::kFilterOutMask : 0) |
                                (p.filter_candidates ? sgtopk::kFilterOutCandidates : 0) |
                                (p.filter_sample ? sgtopk::kFilterOutSample : 0));
@@ -61,7 +64,15 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // shared memory permitting) on every SM, so rows past live_rows cost no
   // empty CTAs.
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * plan.min_blocks_per_sm));
-  plan.config = filter_config(p, policy.filter, threads, cta.loads_in_flight);
+  // Bulk prefetches are sm_90's; before it the plan goes without them and says so.
+  const bool prefetches = arch_number(target.arch) >= 90;
+  if (policy.filter.prefetch_ahead_steps != 0)
+    plan.derived.push_back(prefetches ? "passes ask L2 for " + std::to_string(policy.filter.prefetch_ahead_steps) +
+                                            " step(s) ahead [filter.prefetch_ahead_steps]"
+                                      : "no L2 prefetches on " + target.arch +
+                                            " (bulk prefetches need sm_90) [filter.prefetch_ahead_steps]");
+  plan.config = filter_config(p, policy.filter, threads, cta.loads_in_flight,
+                              prefetches ? policy.filter.prefetch_ahead_steps : 0);
   plan.workspace_bytes = 0;
 }
 

@@ -49,13 +49,13 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
     const std::string keys = " [filter.split.prefetch_before_sample_kb, prefetch_ahead_steps]";
     plan.derived.push_back(prefetches ? "segments asked of L2: " + std::to_string(fs.prefetch_before_sample_kb) +
                                             " KB before the sample, " + std::to_string(fs.prefetch_ahead_steps) +
-                                            " step(s) ahead of the pass" + keys
+                                            " step(s) ahead of each pass" + keys
                                       : "no L2 prefetches on " + target.arch + " (bulk prefetches need sm_90)" + keys);
   }
-  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight)
+  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight,
+                              prefetches ? fs.prefetch_ahead_steps : 0)
                     .integer("kSegments", segments)
-                    .integer("kPrefetchBeforeSampleKb", prefetches ? fs.prefetch_before_sample_kb : 0)
-                    .integer("kPrefetchAheadSteps", prefetches ? fs.prefetch_ahead_steps : 0);
+                    .integer("kPrefetchBeforeSampleKb", prefetches ? fs.prefetch_before_sample_kb : 0);
   // One record a row: the segments' arrival, count and largest key, then the candidates.
   plan.workspace_bytes = static_cast<uint64_t>(p.rows) * sgtopk::filter_split_row_bytes();
   // Mask-only kernels weigh top-p-alone rows in a second launch, once the

@@ -938,12 +938,13 @@ TEST(FilterGpuEdges, TopPAloneOverWideKeptSets) {
   std::vector<float> logits(static_cast<size_t>(rows * pitch), kNaN);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < vocab; ++i) logits[static_cast<size_t>(r * pitch + i)] = normal(rng.engine()) * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
-  for (const char* policy : {static_cast<const char*>(nullptr), "filter.split.min_segments = 0\n"}) {
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.split.min_segments = 0\n",
+                             "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 2\n"}) {
     for (sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16}) {
       sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
       ASSERT_NE(plan, nullptr);
       for (const float p : {0.5f, 0.9f, 0.99f}) {
-        SCOPED_TRACE(std::string(policy ? "filter_row" : "default plan") + (dtype == SGTOPK_F32 ? " f32" : " bf16") +
+        SCOPED_TRACE(std::string(policy ? policy : "default plan") + (dtype == SGTOPK_F32 ? " f32" : " bf16") +
                      " p " + std::to_string(p));
         expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng, true);
       }
@@ -1001,7 +1002,9 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.sample_sigmas = 0\n",
                              "filter.sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
                              "filter.split.min_segments = 0\n",
-                             "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n"}) {
+                             "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
+                             "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 3\n",
+                             "filter.split.prefetch_before_sample_kb = 8\nfilter.split.prefetch_ahead_steps = 1\n"}) {
     SCOPED_TRACE(policy ? policy : "default policy");
     sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
     ASSERT_NE(plan, nullptr);

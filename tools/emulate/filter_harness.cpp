@@ -94,12 +94,12 @@ struct Config {
 #ifndef PREFETCH_BEFORE_SAMPLE_KB
 #define PREFETCH_BEFORE_SAMPLE_KB 0
 #endif
+  static constexpr int kPrefetchBeforeSampleKb = PREFETCH_BEFORE_SAMPLE_KB;  // the segment's first KB asked of L2
+#endif
 #ifndef PREFETCH_AHEAD_STEPS
 #define PREFETCH_AHEAD_STEPS 0
 #endif
-  static constexpr int kPrefetchBeforeSampleKb = PREFETCH_BEFORE_SAMPLE_KB;  // the segment's first KB asked of L2
-  static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;          // the segment pass's L2 look-ahead
-#endif
+  static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;  // the passes' L2 look-ahead in steps
 };
 using Agent = FilterRowAgent<Config>;
 #ifdef SEGMENTS

@@ -47,7 +47,8 @@
 // the logits and of the output, pitch in elements), kSampleSize (0: the
 // exact route only), kSampleSigmas (policy filter.sample_*), kLoadsInFlight
 // (filter.loads_in_flight: the 16-byte loads a thread issues before it
-// visits them in the sampled route's passes) and kOutputs (abi.h's
+// visits them in the sampled route's passes), kPrefetchAheadSteps (the
+// steps of those passes asked of L2 ahead; 0: none) and kOutputs (abi.h's
 // kFilterOut*: without the candidate and sample outputs their code is not
 // compiled in; which outputs a launch writes, its pointers say). The
 // launch's arguments are abi.h's FilterParams; rows at or past *live_rows are
@@ -855,9 +856,9 @@ struct FilterRowAgent {
   // visitor may use warp collectives): the head and the tail one element a
   // thread, then the body in 16-byte loads, kPerVector elements a thread.
   // visit(words, first, valid): element(words, u) is element first + u where
-  // bit u of valid is set. With kAheadSteps, thread 0 asks L2 for the step
-  // that many ahead of the one it loads (at the first, every step up to it).
-  template <int kLoads = kLoadsInFlight, int kAheadSteps = 0, typename Visit>
+  // bit u of valid is set. Thread 0 asks L2 for the step kAhead ahead of
+  // the one it loads (at the first, every step up to it; 0: none).
+  template <int kLoads = kLoadsInFlight, int kAhead = Config::kPrefetchAheadSteps, typename Visit>
   static SGTOPK_DEVICE void stream_row(const Elem* row, int len, Visit& visit) {
     const Body body = body_of(row, len);
     const int scalars = body.head + (len - body.end);
@@ -872,10 +873,10 @@ struct FilterRowAgent {
     // step covers kLoadsInFlight * kThreads vectors; the last may be partial).
     const uint4* vectors = reinterpret_cast<const uint4*>(row + body.head);
     for (int base = 0; base < body.vectors; base += kLoads * kThreads) {
-      if constexpr (kAheadSteps > 0) {
+      if constexpr (kAhead > 0) {
         constexpr int kStep = kLoads * kThreads;
-        const int from = base + (base == 0 ? 1 : kAheadSteps) * kStep;
-        const int to = static_cast<int>(min_of(static_cast<long long>(body.vectors), base + (kAheadSteps + 1ll) * kStep));
+        const int from = base + (base == 0 ? 1 : kAhead) * kStep;
+        const int to = static_cast<int>(min_of(static_cast<long long>(body.vectors), base + (kAhead + 1ll) * kStep));
         if (threadIdx.x == 0 && from < to) prefetch_l2_range<1>(vectors + from, vectors + to);
       }
       uint4 v[kLoads];

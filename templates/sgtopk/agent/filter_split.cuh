@@ -39,10 +39,10 @@
 // code) are filtered as filter_row does by one CTA: the last of the row's
 // CTAs to arrive (none writes before every one has read its sample, which
 // an in-place write would change). The finisher restores the record's
-// header, so a graph replay starts from zero. Config adds kSegments,
-// kPrefetchBeforeSampleKb and kPrefetchAheadSteps (the segment asked of L2
-// early) to filter_row's constants; FilterParams::workspace holds one record
-// a row (abi.h, filter_split_row_bytes).
+// header, so a graph replay starts from zero. Config adds kSegments and
+// kPrefetchBeforeSampleKb (the segment's start asked of L2 before the
+// sample) to filter_row's constants; FilterParams::workspace holds one
+// record a row (abi.h, filter_split_row_bytes).
 #pragma once
 #include "sgtopk/agent/filter_row.cuh"
 
@@ -133,7 +133,7 @@ struct FilterSplitAgent {
       }
       RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
     };
-    RowAgent::template stream_row<RowAgent::kLoadsInFlight, Config::kPrefetchAheadSteps>(segment, end - begin, visit);
+    RowAgent::stream_row(segment, end - begin, visit);
     local_max = warp_max(local_max);
     if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
     __syncthreads();
