@@ -38,14 +38,15 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) 
 }
 // *p += v at device scope, returning the old value: a release of every write
 // this thread saw before (its CTA's, after a barrier) and an acquire of every
-// write released before an earlier add: one round trip where a fence by
-// every thread, then an add, took two.
+// write released before an earlier add (in place of a fence by every thread
+// and a relaxed add).
 __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
   unsigned old;
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-// A load past L1, for what other CTAs of this launch wrote before their fence.
+// A load past L1, for what other CTAs of this launch wrote before their
+// fence or release.
 __device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ unsigned load_l2(const unsigned* p) { return __ldcg(p); }
 
