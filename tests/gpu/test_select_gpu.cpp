@@ -825,6 +825,13 @@ std::vector<Case> split_cases() {
            {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
   out.back().families = all_row_families();
   out.back().expect_split_forms = 1;
+  // The same on small shapes (the sanitizers' case): CTAs of 256, four
+  // segments of several chunks a row.
+  few_long("l2_prefetch_small", 6, 60000,
+           "[select.split]\nsplit_counts = [4]\nmin_segment_width = 1024\nblock_threads = 256\n"
+           "prefetch_before_view_kb = 4\nprefetch_after_view_kb = 8\nprefetch_ahead_chunks = 1\n",
+           {SGTOPK_ROUTE_PRIMARY, SGTOPK_ROUTE_SHORT});
+  out.back().families = all_row_families();
   return out;
 }
 
