@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "runtime/families/select_common.h"
-#include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -64,13 +63,10 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // shared memory permitting) on every SM, so rows past live_rows cost no
   // empty CTAs.
   plan.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * plan.min_blocks_per_sm));
-  // Bulk prefetches are sm_90's; before it the plan goes without them and says so.
-  const bool prefetches = arch_number(target.arch) >= 90;
-  if (policy.filter.prefetch_ahead_steps != 0)
-    plan.derived.push_back(prefetches ? "passes ask L2 for " + std::to_string(policy.filter.prefetch_ahead_steps) +
-                                            " step(s) ahead [filter.prefetch_ahead_steps]"
-                                      : "no L2 prefetches on " + target.arch +
-                                            " (bulk prefetches need sm_90) [filter.prefetch_ahead_steps]");
+  const bool prefetches = has_bulk_prefetch(target);
+  describe_prefetches(plan, target, policy.filter.prefetch_ahead_steps != 0,
+                      "passes ask L2 for " + std::to_string(policy.filter.prefetch_ahead_steps) + " step(s) ahead",
+                      "filter.prefetch_ahead_steps");
   plan.config = filter_config(p, policy.filter, threads, cta.loads_in_flight,
                               prefetches ? policy.filter.prefetch_ahead_steps : 0);
   plan.workspace_bytes = 0;

@@ -7,7 +7,6 @@
 
 #include "runtime/error.h"
 #include "runtime/families/select_common.h"
-#include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -43,15 +42,11 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_split_ctas_per_sm(p, fs, target.arch));
   plan.grid = static_cast<unsigned>(p.rows * segments);
-  // Bulk prefetches are sm_90's; before it the plan goes without them and says so.
-  const bool prefetches = arch_number(target.arch) >= 90;
-  if (fs.prefetch_before_sample_kb != 0 || fs.prefetch_ahead_steps != 0) {
-    const std::string keys = " [filter.split.prefetch_before_sample_kb, prefetch_ahead_steps]";
-    plan.derived.push_back(prefetches ? "segments asked of L2: " + std::to_string(fs.prefetch_before_sample_kb) +
-                                            " KB before the sample, " + std::to_string(fs.prefetch_ahead_steps) +
-                                            " step(s) ahead of each pass" + keys
-                                      : "no L2 prefetches on " + target.arch + " (bulk prefetches need sm_90)" + keys);
-  }
+  const bool prefetches = has_bulk_prefetch(target);
+  describe_prefetches(plan, target, fs.prefetch_before_sample_kb != 0 || fs.prefetch_ahead_steps != 0,
+                      "segments asked of L2: " + std::to_string(fs.prefetch_before_sample_kb) + " KB before the sample, " +
+                          std::to_string(fs.prefetch_ahead_steps) + " step(s) ahead of each pass",
+                      "filter.split.prefetch_before_sample_kb, prefetch_ahead_steps");
   plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight,
                               prefetches ? fs.prefetch_ahead_steps : 0)
                     .integer("kSegments", segments)

@@ -187,4 +187,13 @@ uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers) {
   return static_cast<uint64_t>(workers) * static_cast<uint64_t>(policy.direct.frontier_global_capacity) * 8u;
 }
 
+bool has_bulk_prefetch(const Target& target) { return arch_number(target.arch) >= 90; }
+
+void describe_prefetches(Plan& plan, const Target& target, bool asked, const std::string& what, const std::string& keys) {
+  if (!asked) return;
+  plan.derived.push_back((has_bulk_prefetch(target) ? what : "no L2 prefetches on " + target.arch +
+                                                                 " (bulk prefetches need sm_90)") +
+                         " [" + keys + "]");
+}
+
 }  // namespace sgtopk::detail

@@ -65,4 +65,11 @@ void set_view_config(KernelConfig& config, const Problem& p, const SelectSampled
 // scales with the worker pool, never with rows x width.
 uint64_t frontier_slices_bytes(const Policy& policy, int64_t workers);
 
+// L2 bulk prefetches (cp.async.bulk.prefetch) are sm_90's: true when the
+// target has them. Where the policy asks for some (`asked`), the plan's
+// derived line: `what` (the prefetches) or, before sm_90, that the plan goes
+// without them; `keys` names the policy keys.
+bool has_bulk_prefetch(const Target& target);
+void describe_prefetches(Plan& plan, const Target& target, bool asked, const std::string& what, const std::string& keys);
+
 }  // namespace sgtopk::detail

@@ -7,7 +7,6 @@
 #include "runtime/error.h"
 #include "runtime/families/select_common.h"
 #include "runtime/sampled_view.h"
-#include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
 
 namespace sgtopk::detail {
@@ -64,16 +63,12 @@ void plan_split(Plan& plan, const Problem& p, const Policy& split_policy, const 
                            std::to_string(sp.segment_capacity) + "]");
   else if (std::string f = describe_frontier(p.k, policy); !f.empty())
     plan.derived.push_back(f);
-  // Bulk prefetches are sm_90's; before it the plan goes without them and says so.
-  const bool prefetches = arch_number(target.arch) >= 90;
-  if (sp.prefetch_before_view_kb != 0 || sp.prefetch_after_view_kb != 0 || sp.prefetch_ahead_chunks != 0) {
-    const std::string keys = " [select.split.prefetch_before_view_kb, prefetch_after_view_kb, prefetch_ahead_chunks]";
-    plan.derived.push_back(prefetches ? "segments asked of L2: " + std::to_string(sp.prefetch_before_view_kb) +
-                                            " KB before the proposal, " + std::to_string(sp.prefetch_after_view_kb) +
-                                            " KB more once the view is read, " +
-                                            std::to_string(sp.prefetch_ahead_chunks) + " chunk(s) ahead of the pass" + keys
-                                      : "no L2 prefetches on " + target.arch + " (bulk prefetches need sm_90)" + keys);
-  }
+  const bool prefetches = has_bulk_prefetch(target);
+  describe_prefetches(plan, target, sp.prefetch_before_view_kb != 0 || sp.prefetch_after_view_kb != 0 || sp.prefetch_ahead_chunks != 0,
+                      "segments asked of L2: " + std::to_string(sp.prefetch_before_view_kb) + " KB before the proposal, " +
+                          std::to_string(sp.prefetch_after_view_kb) + " KB more once the view is read, " +
+                          std::to_string(sp.prefetch_ahead_chunks) + " chunk(s) ahead of the pass",
+                      "select.split.prefetch_before_view_kb, prefetch_after_view_kb, prefetch_ahead_chunks");
   plan.config.integer("kSegments", segments)
       .wide("kMinSegmentWidth", sp.min_segment_width)
       .integer("kCandidateCapacity", sp.candidate_capacity)

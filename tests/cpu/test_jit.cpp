@@ -1269,6 +1269,49 @@ TEST(JitKeyProbes, CompileForSm90) {
   }
 }
 
+// The L2 bulk prefetches (split, filter_split, filter_row): the policy's
+// values are the kernels' constants on sm_90, the plan says so; before sm_90
+// the constants are 0 and the plan says that the target has none.
+TEST(JitPlanner, BulkPrefetchesOnSm90AndNoneBefore) {
+  const auto said = [](const Plan& plan, const std::string& text) {
+    for (const std::string& d : plan.derived)
+      if (contains(d, text)) return true;
+    return false;
+  };
+  const Policy on = edited_policy([](Policy& p) {
+    p.split.prefetch_before_view_kb = 32;
+    p.split.prefetch_after_view_kb = 96;
+    p.split.prefetch_ahead_chunks = 2;
+    p.filter_split.prefetch_before_sample_kb = 16;
+    p.filter_split.prefetch_ahead_steps = 3;
+    p.filter.prefetch_ahead_steps = 4;
+  });
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    const bool has = std::string(arch) == "sm_90";
+    const Plan split = plan_for(2048, 262144, 0, arch, on, "split", 4);
+    EXPECT_EQ(split.constant("kPrefetchBeforeViewKb"), has ? "32" : "0");
+    EXPECT_EQ(split.constant("kPrefetchAfterViewKb"), has ? "96" : "0");
+    EXPECT_EQ(split.constant("kPrefetchAheadChunks"), has ? "2" : "0");
+    EXPECT_TRUE(said(split, has ? "segments asked of L2: 32 KB before the proposal" : "no L2 prefetches on sm_80"))
+        << split.parameters_text();
+    for (const int64_t rows : {int64_t{4}, int64_t{1024}}) {
+      sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+      p.op = SGTOPK_OP_FILTER;
+      p.rows = rows;
+      p.width = 128256;
+      const Plan filter = make_plan(validate_problem(&p), on, resolve_target(-1, arch, arch));
+      const bool segments = filter.family == "filter_split";
+      EXPECT_EQ(segments, rows == 4) << filter.family;
+      EXPECT_EQ(filter.constant("kPrefetchAheadSteps"), !has ? "0" : segments ? "3" : "4");
+      if (segments) EXPECT_EQ(filter.constant("kPrefetchBeforeSampleKb"), has ? "16" : "0");
+      EXPECT_TRUE(said(filter, has ? "L2" : "no L2 prefetches on sm_80")) << filter.parameters_text();
+    }
+  }
+  // Off (the defaults): no line.
+  EXPECT_FALSE(said(plan_for(2048, 262144, 0, "sm_90", Policy::defaults(), "split", 4), "L2"));
+}
+
 // The filter's plan through the real pipeline (plan, generated source,
 // compile request, NVRTC for sm_90): its logic is checked by
 // tools/emulate/run, here that the generated specialization compiles with
