@@ -140,6 +140,29 @@ struct FilterSplitAgent {
     return s.candidates;
   }
 
+  // visit(i, key, index) for the record's keys [0, count) (index 0 without
+  // kIndices), four a thread loaded before the first is visited: the record
+  // is in L2, one round trip per 4 x kThreads keys (a loop that stored each
+  // before loading the next took one per kThreads: 32 for a 16384-key window).
+  template <bool kIndices, typename Visit>
+  static SGTOPK_DEVICE void for_each_record_key(const Record& rec, u32 count, Visit&& visit) {
+    constexpr int kGather = 4;
+    for (u32 base = 0; base < count; base += kGather * kThreads) {
+      u32 key[kGather], index[kGather];
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const u32 i = base + static_cast<u32>(u * kThreads) + threadIdx.x;
+        key[u] = i < count ? hw::load_l2(rec.keys + i) : 0u;
+        index[u] = kIndices && i < count ? hw::load_l2(rec.indices + i) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < kGather; ++u) {
+        const u32 i = base + static_cast<u32>(u * kThreads) + threadIdx.x;
+        if (i < count) visit(i, key[u], index[u]);
+      }
+    }
+  }
+
   // Thread 0's arrival, after a barrier: releases its CTA's writes and, on
   // the row's last (true), acquires every segment's (the CTA's threads read
   // them after the barrier that follows).
@@ -206,11 +229,10 @@ struct FilterSplitAgent {
     const Row& row = task.row;
     if (count < static_cast<u32>(task.k) || count > static_cast<u32>(kFilterCandidates)) return false;
     const int n = static_cast<int>(count);
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
+    for_each_record_key<true>(rec, count, [&](u32 i, u32 key, u32 index) {
       s.candidate_key[i] = RowAgent::scaled_key(row, key);
       s.candidate_index[i] = index;
-    }
+    });
     __syncthreads();  // every thread has read the totals
     if (threadIdx.x == 0) s.max_key = RowAgent::scaled_key(row, max_key);
     __syncthreads();
@@ -326,7 +348,7 @@ struct FilterSplitAgent {
     bool windowed = false;
     if (count <= static_cast<u32>(kFilterSplitRecordKeys)) {  // else the histogram pass
       u32* keys = RowAgent::window_keys(s);
-      for (u32 i = threadIdx.x; i < count; i += kThreads) keys[i] = RowAgent::scaled_key(row, hw::load_l2(rec.keys + i));
+      for_each_record_key<false>(rec, count, [&](u32 i, u32 key, u32) { keys[i] = RowAgent::scaled_key(row, key); });
       __syncthreads();
       windowed = RowAgent::window_boundary(s, keys, count, sums, top_key, task.top_p, b, t, &copies);
     }
@@ -340,10 +362,9 @@ struct FilterSplitAgent {
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
     if (p.out != p.logits && every_copy && windowed) {
-      for (u32 i = threadIdx.x; i < count; i += kThreads) {
-        const u32 key = hw::load_l2(rec.keys + i), index = hw::load_l2(rec.indices + i);
+      for_each_record_key<true>(rec, count, [&](u32, u32 key, u32 index) {
         if (RowAgent::scaled_key(row, key) < b) out[index] = mask_value;
-      }
+      });
     } else if (every_copy) {
       RowAgent::write_at_or_above(row, out, b, mask_value);
     } else {
