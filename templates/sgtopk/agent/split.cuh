@@ -276,13 +276,23 @@ struct SplitAgent {
   // The row histogram into state.histogram, the record's cleared for the
   // next launch; the ranked group's counters cleared. Before a barrier.
   static SGTOPK_DEVICE void take_row_histogram(SelectionState& state, const RowRecord& rec) {
-    for (u32 b = threadIdx.x; b < static_cast<u32>(kCoarseBins); b += Config::kThreads) {
-      u32 n = 0u;
-      if (b < kLogOffsetBins) {
-        n = hw::load_l2(rec.bins() + b);
-        if (n != 0u) rec.bins()[b] = 0u;
+    // A thread's bins loaded at once (one L2 round trip, where a loop that
+    // cleared each bin before loading the next took one a bin).
+    constexpr int kPerThread = (kCoarseBins + Config::kThreads - 1) / Config::kThreads;
+    constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+    for (int first = 0; first < kPerThread; first += kBatch) {
+      u32 n[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const u32 b = static_cast<u32>((first + j) * Config::kThreads) + threadIdx.x;
+        n[j] = b < kLogOffsetBins ? hw::load_l2(rec.bins() + b) : 0u;
       }
-      state.histogram[b] = n;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const u32 b = static_cast<u32>((first + j) * Config::kThreads) + threadIdx.x;
+        if (n[j] != 0u) rec.bins()[b] = 0u;
+        if (b < static_cast<u32>(kCoarseBins)) state.histogram[b] = n[j];
+      }
     }
     RankedGroup group = ranked_group();
     for (u32 i = threadIdx.x; i < kRankMax + 2u; i += Config::kThreads) group.rank[i] = 0u;  // and both counters
@@ -330,7 +340,8 @@ struct SplitAgent {
     const RankedGroup group = ranked_group();
     const u32 low_key = ordered_key(low);
     u32 live = 0u;  // candidates >= admit_low, for the route statistics
-    rec.for_each_candidate<2>(admitted, [&](float value, u32 index, bool valid) {
+    // Four candidates a thread in flight: a row's 3 K to 4 K in one L2 round trip.
+    rec.for_each_candidate<4>(admitted, [&](float value, u32 index, bool valid) {
       const u32 key = ordered_key(value);
       const u32 bin = valid ? log_offset_bin(key - low_key) : 0u;
       const bool above = valid && bin > found.bin, member = valid && bin == found.bin;
