@@ -22,7 +22,9 @@ std::string format_float(float x) {
   return buf;
 }
 
+// Ascending consecutive counts: "a", "a or b", "a or b or c", else "a to b".
 std::string format_counts(const std::vector<int64_t>& counts) {
+  if (counts.size() > 3) return std::to_string(counts.front()) + " to " + std::to_string(counts.back());
   std::string s;
   for (int64_t c : counts) s += (s.empty() ? "" : " or ") + std::to_string(c);
   return s;
@@ -128,12 +130,15 @@ FilterRowReference filter_row_reference(const float* logits, int64_t vocab, int 
     int64_t c = 1;
     while (cum[static_cast<size_t>(c)] < target) ++c;  // ends by c == n: cum[n] == total >= target
     r.count = c;
-    // Neighbours the contract accepts: the prefix just short of p, or the one
-    // just reaching it, within the tolerance of p.
+    // The counts the contract accepts: each the answer for some mass within
+    // the tolerance of p's (cum[c'] >= target - slack, cum[c' - 1] <=
+    // target + slack): c and its neighbours, more only where the boundary
+    // tokens each weigh far less than the tolerance.
     const double slack = kFilterMassTolerance * target;
-    if (c > 1 && cum[static_cast<size_t>(c) - 1] >= target - slack) r.acceptable_counts.push_back(c - 1);
-    r.acceptable_counts.push_back(c);
-    if (c < n && cum[static_cast<size_t>(c)] <= target + slack) r.acceptable_counts.push_back(c + 1);
+    int64_t lo = c, hi = c;
+    while (lo > 1 && cum[static_cast<size_t>(lo) - 1] >= target - slack) --lo;
+    while (hi < n && cum[static_cast<size_t>(hi)] <= target + slack) ++hi;
+    for (int64_t a = lo; a <= hi; ++a) r.acceptable_counts.push_back(a);
     return r;
   }
   r.acceptable_counts.push_back(r.count);
@@ -215,19 +220,29 @@ std::string check_filter_mask(const float* logits, int64_t vocab, int k, float p
                               float mask_value, float temperature) {
   const FilterRowReference r = filter_row_reference(logits, vocab, k, p, temperature);
   if (vocab > 0 && !masked) return "masked row is null";
-  std::string error;
-  for (int64_t c : r.acceptable_counts) {
-    const std::vector<float> want = masked_row(logits, vocab, {r.order.begin(), r.order.begin() + c}, mask_value);
-    int64_t i = 0;
-    while (i < vocab && float_bits(masked[i]) == float_bits(want[static_cast<size_t>(i)])) ++i;
-    if (i == vocab) return "";
-    if (c == r.count) {  // report against the reference's own count
-      error = "index " + std::to_string(i) + ": " + format_float(masked[i]) + ", expected " +
-                    format_float(want[static_cast<size_t>(i)]) + " (logit " + format_float(logits[i]) +
-                    ", reference keeps " + format_counts(r.acceptable_counts) + " tokens)";
-    }
+  // One pass, however many counts are acceptable (the counts are consecutive,
+  // lo..hi): order[0, lo) kept, every other element masked but for a kept
+  // prefix of order[lo, hi).
+  const auto& ok = r.acceptable_counts;
+  const int64_t lo = ok.empty() ? 0 : ok.front(), hi = ok.empty() ? 0 : ok.back();
+  auto kept_at = [&](int64_t i) { return float_bits(masked[i]) == float_bits(logits[i]); };
+  auto masked_at = [&](int64_t i) { return float_bits(masked[i]) == float_bits(mask_value); };
+  int64_t c = lo;  // the kernel's count: the kept prefix of the band, as far as it goes
+  while (c < hi && kept_at(r.order[static_cast<size_t>(c)])) ++c;
+  std::vector<char> kept(static_cast<size_t>(std::max<int64_t>(vocab, 0)), 0);
+  for (int64_t s = 0; s < c; ++s) kept[static_cast<size_t>(r.order[static_cast<size_t>(s)])] = 1;
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (kept[static_cast<size_t>(i)] ? kept_at(i) : masked_at(i)) continue;
+    // Reported against the reference's own count.
+    const std::vector<float> want = masked_row(logits, vocab, r.kept(), mask_value);
+    int64_t j = 0;
+    while (j < vocab && float_bits(masked[j]) == float_bits(want[static_cast<size_t>(j)])) ++j;
+    if (j == vocab) j = i;
+    return "index " + std::to_string(j) + ": " + format_float(masked[j]) + ", expected " +
+           format_float(want[static_cast<size_t>(j)]) + " (logit " + format_float(logits[j]) + ", reference keeps " +
+           format_counts(ok) + " tokens)";
   }
-  return error;
+  return "";
 }
 
 }  // namespace sgtopk::reference

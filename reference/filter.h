@@ -62,10 +62,13 @@ struct FilterRowReference {
   std::vector<float> probabilities;
   // The reference keeps order[0, count).
   int64_t count = 0;
-  // Ascending counts a kernel may keep: `count`, plus count - 1 when the
-  // mass of order[0, count - 1) is within kFilterMassTolerance relative of p,
-  // plus count + 1 when the mass of order[0, count) is. Usually one entry;
-  // three only when the boundary token's own mass is below 2e-6 * p.
+  // Ascending consecutive counts a kernel may keep: every c whose boundary
+  // answers some mass within kFilterMassTolerance relative of p's (the mass
+  // of order[0, c) at least target - slack, of order[0, c - 1) at most
+  // target + slack). Usually `count` alone; its neighbours where the
+  // boundary token's own mass is below 2e-6 * p; many only where top-p ends
+  // in a tail of tokens each far lighter than that (p = 0.999999 past a
+  // dominant token), which no float32 softmax resolves.
   std::vector<int64_t> acceptable_counts;
 
   std::vector<int32_t> kept() const { return {order.begin(), order.begin() + count}; }

@@ -347,13 +347,46 @@ TEST(FilterReference, AmbiguousBoundaryAcceptsEitherNeighbour) {
   EXPECT_EQ(ref(flat, 0, 1.0f).acceptable_counts, (Counts{4}));
 }
 
-// A boundary token lighter than 2e-6 of p: both neighbours are acceptable.
-// Masses: 1, 3.06e-7, 1.86e-7, 1.13e-7 over 1 + 6.05e-7.
-TEST(FilterReference, TinyBoundaryTokenGivesThreeAcceptableCounts) {
+// Boundary tokens lighter than 2e-6 of p: both neighbours are acceptable,
+// and the first token too, its mass within 1e-6 of the target as well.
+// Masses: 1, 3.06e-7, 1.86e-7, 1.13e-7 over 1 + 6.05e-7; the target 1 + 4.05e-7.
+TEST(FilterReference, TinyBoundaryTokensGiveEveryCountWithinTheTolerance) {
   const std::vector<float> row = {0, -15, -15.5f, -16};
   const auto r = ref(row, 0, 0.9999998f);
   EXPECT_EQ(r.count, 3);
-  EXPECT_EQ(r.acceptable_counts, (Counts{2, 3, 4}));
+  EXPECT_EQ(r.acceptable_counts, (Counts{1, 2, 3, 4}));
+  // Heavier tail tokens (6.1e-6, 3.7e-6, 2.3e-6): one answer again.
+  EXPECT_EQ(ref({0, -12, -12.5f, -13}, 0, 0.999996f).acceptable_counts, (Counts{3}));
+}
+
+// Top-p ending in a tail of tokens each far lighter than the tolerance: a
+// dominant token (mass 1) and 200 at e^-20 (2.06e-9 each, 4.1e-7 in all).
+// p = 1 - 2e-7 ends about half way through the tail; every count whose
+// boundary mass lies within 1e-6 relative of p's is acceptable, a band of
+// consecutive counts, and the mask check accepts each of them in one pass,
+// while a kept set that is not a prefix of the order still fails.
+TEST(FilterReference, LightTailGivesABandOfAcceptableCounts) {
+  std::vector<float> row(201, -20.0f);
+  row[7] = 0.0f;
+  const float p = 1.0f - 2e-7f;
+  const auto r = ref(row, 0, p);
+  const auto& ok = r.acceptable_counts;
+  ASSERT_GT(ok.size(), 3u);
+  EXPECT_EQ(ok.back(), 201);  // the tail is lighter than the slack above the target
+  EXPECT_LE(ok.front(), r.count);
+  for (size_t i = 1; i < ok.size(); ++i) EXPECT_EQ(ok[i], ok[i - 1] + 1);
+  for (int64_t c : {ok.front(), r.count, ok.back()}) {
+    const auto m = masked_row(row.data(), 201, first(r.order, c));
+    EXPECT_EQ(check_filter_mask(row.data(), 201, 0, p, m.data()), "") << c;
+  }
+  if (ok.front() > 1) {
+    const auto m = masked_row(row.data(), 201, first(r.order, ok.front() - 1));
+    EXPECT_NE(check_filter_mask(row.data(), 201, 0, p, m.data()), "");
+  }
+  Indices holes = first(r.order, r.count);  // the band's prefix with a hole in it
+  holes.erase(holes.begin() + 1);
+  const auto m = masked_row(row.data(), 201, holes);
+  EXPECT_NE(check_filter_mask(row.data(), 201, 0, p, m.data()), "");
 }
 
 // --------------------------------------------------------- the checks ----
