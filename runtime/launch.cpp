@@ -241,6 +241,16 @@ Params for_phase(const Params& params, unsigned phase) {
 
 }  // namespace
 
+unsigned launches_needed(const Plan& plan, const DeviceSelectParams&) { return plan.launches; }
+
+unsigned launches_needed(const Plan& plan, const DeviceFilterParams& params) {
+  if (plan.launches < 2) return plan.launches;
+  // A top-p-alone row: k outside (0, width) and p below 1 (NaN is off).
+  const bool top_k_everywhere = params.top_k == nullptr && params.top_k_value > 0 && params.top_k_value < params.width;
+  const bool top_p_nowhere = params.top_p == nullptr && !(params.top_p_value < 1.0f);
+  return top_k_everywhere || top_p_nowhere ? 1u : plan.launches;
+}
+
 template <typename Params>
 void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream) {
   CUlaunchConfig config = {};
@@ -248,7 +258,8 @@ void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& p
   config.hStream = stream;
   check_stream_context(stream, kernel.context);
   ScopedContext scope(kernel.context);
-  for (unsigned phase = 0; phase < plan.launches; ++phase) {
+  const unsigned launches = launches_needed(plan, params);
+  for (unsigned phase = 0; phase < launches; ++phase) {
     Params copy = for_phase(params, phase);
     void* kernel_args[] = {&copy};
     check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
@@ -272,10 +283,21 @@ LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, c
       nodes_.push_back(added);
     }
     check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
+    enable_needed(params_);
   } catch (...) {
+    if (exec_) cu.cuGraphExecDestroy(exec_);
     cu.cuGraphDestroy(graph_);  // no destructor runs for a constructor that throws
     throw;
   }
+}
+
+// A disabled node is skipped by a replay and its dependents still run after
+// the nodes before it (cuGraphNodeSetEnabled).
+template <typename Params>
+void LaunchGraph<Params>::enable_needed(const Params& params) {
+  const unsigned needed = launches_needed(plan_, params);
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    check_cuda(driver().cuGraphNodeSetEnabled(exec_, nodes_[i], i < needed ? 1u : 0u), "cuGraphNodeSetEnabled");
 }
 
 template <typename Params>
@@ -304,8 +326,10 @@ template <typename Params>
 void LaunchGraph<Params>::update(const Params& params) {
   // The driver copies the arguments, so the new ones are kept only once it
   // has accepted them: a failed update leaves the graph and params_ as before.
-  // With several nodes, a node's failure sets the nodes before it back.
+  // With several nodes, a node's failure sets the nodes before it, and
+  // which are enabled, back.
   ScopedContext scope(kernel_.context);
+  enable_needed(params);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Params next = for_phase(params, static_cast<unsigned>(i));
     CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
@@ -315,6 +339,10 @@ void LaunchGraph<Params>::update(const Params& params) {
         Params before = for_phase(params_, static_cast<unsigned>(j));
         CUDA_KERNEL_NODE_PARAMS back = node_params(&before);
         driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[j], &back);
+      }
+      try {
+        enable_needed(params_);
+      } catch (...) {
       }
       check_cuda(r, "cuGraphExecKernelNodeSetParams");
     }

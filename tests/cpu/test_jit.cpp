@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +37,7 @@
 #include "runtime/plan.h"
 #include "runtime/policy.h"
 #include "runtime/families/select_common.h"
+#include "runtime/launch.h"
 #include "runtime/problem.h"
 #include "runtime/target.h"
 #include "templates/sgtopk/abi.h"
@@ -1382,6 +1384,33 @@ TEST(JitFilter, FewRowsTakeTheSplitFamily) {
   // The mask-only kernel weighs top-p-alone rows in a second launch; with
   // the sample output (no top-p-alone window there) one launch.
   EXPECT_EQ(one.launches, 2u);
+  {
+    // The second launch only where a row may take top-p alone: per-row k or
+    // p arrays, or scalars with top-k off (k <= 0 or k >= width) and p < 1.
+    sgtopk::FilterParams fp{};
+    fp.width = 128256;
+    const int* some_k = reinterpret_cast<const int*>(uintptr_t{256});
+    const float* some_p = reinterpret_cast<const float*>(uintptr_t{512});
+    auto needed = [&](const int* k, int k_value, const float* p, float p_value) {
+      fp.top_k = k;
+      fp.top_k_value = k_value;
+      fp.top_p = p;
+      fp.top_p_value = p_value;
+      return launches_needed(one, fp);
+    };
+    EXPECT_EQ(needed(nullptr, 50, nullptr, 0.9f), 1u);       // top-k on every row
+    EXPECT_EQ(needed(nullptr, 0, nullptr, 1.0f), 1u);        // neither
+    EXPECT_EQ(needed(nullptr, 0, nullptr, 1.5f), 1u);        // p past 1: off
+    EXPECT_EQ(needed(nullptr, 0, nullptr, std::nanf("")), 1u);  // NaN p: off
+    EXPECT_EQ(needed(some_k, 0, nullptr, 1.0f), 1u);         // per-row k, p off
+    EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f), 2u);        // top-p alone
+    EXPECT_EQ(needed(nullptr, -3, nullptr, 0.9f), 2u);       // k <= 0: off
+    EXPECT_EQ(needed(nullptr, 128256, nullptr, 0.9f), 2u);   // k = width: off
+    EXPECT_EQ(needed(nullptr, 200000, nullptr, 0.9f), 2u);   // k past width: off
+    EXPECT_EQ(needed(some_k, 50, nullptr, 0.9f), 2u);        // per-row k may be 0
+    EXPECT_EQ(needed(nullptr, 50, some_p, 0.9f), 1u);        // per-row p, top-k on everywhere
+    EXPECT_EQ(needed(some_k, 50, some_p, 0.9f), 2u);
+  }
   {
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;
     p.op = SGTOPK_OP_FILTER;

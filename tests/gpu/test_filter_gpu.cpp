@@ -1094,6 +1094,43 @@ TEST(FilterGpuSplit, SegmentsGiveFilterRowsBits) {
   }
 }
 
+// A split plan's second launch weighs top-p-alone rows only: scalars that
+// rule them out (top-k on every row) leave it out, directly and in a graph,
+// and an update to top-p alone turns it back on; each answer checked.
+TEST(FilterGpuSplit, ScalarsLeaveOutTheSecondLaunch) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "second_launch");
+  const int64_t rows = 4, vocab = 128256;
+  sgtopk_plan plan = compile_filter(rows, vocab, 0);
+  ASSERT_NE(plan, nullptr);
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK);
+  ASSERT_STREQ(info.family, "filter_split");
+  FilterSet top_k(rows, vocab, 0, Mode::kBoth, rng);  // k = 50, p = 0.9: one launch
+  FilterSet top_p(rows, vocab, 0, Mode::kTopP, rng);  // p = 0.9 alone: two
+  sgtopk_graph graph = nullptr;
+  ASSERT_EQ(sgtopk_filter_graph_create(plan, &top_k.args, &graph), SGTOPK_OK) << sgtopk_last_error();
+  for (int round = 0; round < 2; ++round) {
+    for (FilterSet* set : {&top_k, &top_p, &top_k}) {
+      SCOPED_TRACE(std::string(set == &top_p ? "top-p alone" : "top-k and top-p") + ", round " + std::to_string(round));
+      ASSERT_EQ(sgtopk_filter_graph_update(graph, &set->args), SGTOPK_OK) << sgtopk_last_error();
+      for (int replay = 0; replay < 2; ++replay) {
+        set->poison();
+        ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+        synchronize();
+        EXPECT_EQ(check(*set, set->out(), rows, false), "") << "graph replay " << replay;
+      }
+      set->poison();
+      ASSERT_EQ(sgtopk_filter(plan, &set->args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+      synchronize();
+      EXPECT_EQ(check(*set, set->out(), rows, false), "") << "direct launch";
+    }
+  }
+  EXPECT_EQ(sgtopk_graph_destroy(graph), SGTOPK_OK);
+  ASSERT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
+}
+
 // A split plan without its own workspace: the caller's (zero-filled), else refused.
 TEST(FilterGpuSplit, TheCallersWorkspace) {
   SGTOPK_REQUIRE_GPU();
