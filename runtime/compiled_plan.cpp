@@ -84,7 +84,7 @@ std::string describe_plan(const CompiledPlan& c) {
     << "launch:    grid " << p.grid << " x block " << p.block
     << (p.cluster > 1 ? " in clusters of " + std::to_string(p.cluster) : std::string()) << ", dynamic shared "
     << p.dynamic_smem_bytes << " B"
-    << (p.launches > 1 ? ", " + std::to_string(p.launches) + " launches a call (a graph chains as many nodes)" : std::string())
+    << (p.launches > 1 ? ", " + std::to_string(p.launches) + " launches a call where a row may take top-p alone, else one (a graph chains as many nodes)" : std::string())
     << "\n"
     << "workspace: " << p.workspace_bytes << " B\n"
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
