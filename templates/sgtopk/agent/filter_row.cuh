@@ -366,6 +366,38 @@ struct FilterRowAgent {
     return keys;
   }
 
+  // The inclusive prefix of `pair` over the warp's lanes (lane order is key
+  // order: two keys a lane, sorted descending). Called by every lane of a warp.
+  static SGTOPK_DEVICE u64 warp_running_mass(u64 pair) {
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    u64 running = pair;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const u64 o = __shfl_up_sync(0xffffffffu, running, static_cast<unsigned>(d));
+      if (lane >= d) running += o;
+    }
+    return running;
+  }
+
+  // Over a warp's keys sorted descending two a lane (v, their masses m0 and
+  // m1, `running` warp_running_mass(m0 + m1)): the key at which the running
+  // mass first reaches `goal` (which the warp's total reaches), and in
+  // *mass_above the mass of the keys above it; every lane the same.
+  static SGTOPK_DEVICE u32 warp_mass_boundary(const u32 (&v)[2], u64 m0, u64 m1, u64 running, u64 goal,
+                                              u64& mass_above) {
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    const u64 before = running - m0 - m1;
+    const bool at0 = before < goal && before + m0 >= goal;
+    const bool at1 = before + m0 < goal && running >= goal;
+    const int first = __ffs(__ballot_sync(0xffffffffu, at0 || at1)) - 1;
+    const u32 key = __shfl_sync(0xffffffffu, at0 ? v[0] : v[1], first);
+    u64 above = (v[0] > key ? m0 : 0u) + (v[1] > key ? m1 : 0u);
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) above += __shfl_sync(0xffffffffu, above, lane ^ d);
+    mass_above = above;
+    return key;
+  }
+
   // Sorts 64 keys, two a lane of warp 0 (element 2 lane + h in v[h]), into
   // descending order: a bitonic sort in registers, no barrier.
   static SGTOPK_DEVICE void warp_sort_descending(u32 (&v)[2]) {
@@ -422,23 +454,8 @@ struct FilterRowAgent {
         units_above = static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > bp)) +
                                        __popc(__ballot_sync(0xffffffffu, v[1] > bp)));
       } else {  // the elements past the group are key 0, NaN's: no mass
-        const u64 goal = target - above;
         const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
-        const u64 pair = m0 + m1;
-        u64 running = pair;  // inclusive prefix over the lanes, in key order
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-          const u64 o = __shfl_up_sync(0xffffffffu, running, static_cast<unsigned>(d));
-          if (lane >= d) running += o;
-        }
-        const u64 before = running - pair;
-        const bool at0 = before < goal && before + m0 >= goal;
-        const bool at1 = before + m0 < goal && running >= goal;
-        const int first = __ffs(__ballot_sync(0xffffffffu, at0 || at1)) - 1;
-        bp = __shfl_sync(0xffffffffu, at0 ? v[0] : v[1], first);
-        units_above = (v[0] > bp ? m0 : 0u) + (v[1] > bp ? m1 : 0u);
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) units_above += __shfl_sync(0xffffffffu, units_above, lane ^ d);
+        bp = warp_mass_boundary(v, m0, m1, warp_running_mass(m0 + m1), target - above, units_above);
       }
       if (lane == 0) {
         s.scratch[33] = bp;
@@ -567,24 +584,13 @@ struct FilterRowAgent {
       warp_sort_descending(v);
       const float top = float_from_ordered_key(max_key);
       const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
-      const u64 pair = m0 + m1;
-      u64 running = pair;  // inclusive prefix over the lanes, in key order
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const u64 o = __shfl_up_sync(0xffffffffu, running, static_cast<unsigned>(d));
-        if (lane >= d) running += o;
-      }
+      const u64 running = warp_running_mass(m0 + m1);
       const u64 total = __shfl_sync(0xffffffffu, running, 31);
       u32 nb = max_key, nt = 1u;  // no mass, or p <= 0: the first token of the order only
       if (top_p > 0.0f && total != 0u) {
-        const u64 target = mass_target(top_p, total), before = running - pair;
-        const bool at0 = before < target && before + m0 >= target;
-        const bool at1 = before + m0 < target && running >= target;
-        const int first = __ffs(__ballot_sync(0xffffffffu, at0 || at1)) - 1;
-        const u32 bp = __shfl_sync(0xffffffffu, at0 ? v[0] : v[1], first);
-        u64 mass_above = (v[0] > bp ? m0 : 0u) + (v[1] > bp ? m1 : 0u);
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) mass_above += __shfl_sync(0xffffffffu, mass_above, lane ^ d);
+        const u64 target = mass_target(top_p, total);
+        u64 mass_above = 0;
+        const u32 bp = warp_mass_boundary(v, m0, m1, running, target, mass_above);
         const u64 each = mass_of(float_from_ordered_key(bp), top);
         const u32 need = static_cast<u32>((target - mass_above + each - 1u) / each);
         nt = bp == b ? min_of(t, need) : need;

@@ -164,10 +164,31 @@ struct FilterSplitAgent {
   }
 
   // Thread 0's arrival, after a barrier: releases its CTA's writes and, on
-  // the row's last (true), acquires every segment's (the CTA's threads read
-  // them after the barrier that follows).
-  static SGTOPK_DEVICE bool arrive(const Record& rec) {
-    return hw::atomic_add_acq_rel(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+  // the row's last, acquires every segment's (the CTA's threads read them
+  // after the barrier that follows). s.scratch[0] is 1 on the last, which
+  // copies the header into s.scratch (1: the count, 2: the largest key;
+  // with `sums`, 3 and 4: the masses, restored) and restores the arrival
+  // counter and, unless `keep` (the first launch of a top-p-alone row: the
+  // second reads them), the rest.
+  static SGTOPK_DEVICE void arrive(Shared& s, const Record& rec, bool keep, bool sums) {
+    const bool last = hw::atomic_add_acq_rel(&rec.header->arrived, 1u) == static_cast<u32>(kSegments - 1);
+    s.scratch[0] = last ? 1u : 0u;
+    if (!last) return;
+    volatile FilterSplitRowHeader* h = rec.header;
+    s.scratch[1] = h->candidates;
+    s.scratch[2] = h->max_key;
+    if (sums) {
+      for (int i = 0; i < 2; ++i) {
+        s.scratch[3 + i] = h->mass[i];
+        h->mass[i] = 0u;
+      }
+    }
+    h->arrived = 0u;
+    if (!keep) {
+      h->candidates = 0u;
+      h->max_key = 0u;
+      h->window = 0u;
+    }
   }
 
   // Publishes the segment's `count` candidates and its largest key (in
@@ -192,20 +213,7 @@ struct FilterSplitAgent {
       rec.indices[base + i] = s.candidate_index[i];
     }
     __syncthreads();  // every thread's candidates (and out-of-place mask) precede thread 0's release
-    if (threadIdx.x == 0) {
-      const bool last = arrive(rec);
-      s.scratch[0] = last ? 1u : 0u;
-      if (last) {
-        volatile FilterSplitRowHeader* h = rec.header;
-        s.scratch[1] = h->candidates;
-        s.scratch[2] = h->max_key;
-        h->arrived = 0u;
-        if (!keep) {
-          h->candidates = 0u;
-          h->max_key = 0u;
-        }
-      }
-    }
+    if (threadIdx.x == 0) arrive(s, rec, keep, false);
     __syncthreads();
     return s.scratch[0] != 0u;
   }
@@ -307,23 +315,7 @@ struct FilterSplitAgent {
       if (sum != 0u) atomicAdd(reinterpret_cast<unsigned long long*>(&rec.header->mass[threadIdx.x]), sum);
     }
     __syncthreads();  // every thread's sums precede thread 0's release
-    if (threadIdx.x == 0) {
-      const bool last = arrive(rec);
-      s.scratch[0] = last ? 1u : 0u;
-      if (last) {
-        volatile FilterSplitRowHeader* h = rec.header;
-        s.scratch[1] = h->candidates;
-        s.scratch[2] = h->max_key;
-        for (int i = 0; i < 2; ++i) {
-          s.scratch[3 + i] = h->mass[i];
-          h->mass[i] = 0u;
-        }
-        h->arrived = 0u;
-        h->candidates = 0u;
-        h->max_key = 0u;
-        h->window = 0u;
-      }
-    }
+    if (threadIdx.x == 0) arrive(s, rec, false, true);
     __syncthreads();
     if (s.scratch[0] == 0u) return;
     const WindowSums sums{s.scratch[3], s.scratch[4]};
