@@ -1,0 +1,115 @@
+// The 64 largest of a CTA's 32-bit keys, sorted descending, in warp 0's
+// registers. Each warp sorts its pieces of 64 keys in registers (bitonic,
+// two keys a lane: element 2 lane + h in v[h]) and keeps the 64 largest it
+// has seen; the warps' lists then merge in a tree through shared memory,
+// one barrier a level. A rank of at most 64 costs log2(warps) barriers this
+// way, where digit rounds take a 2048-bin histogram, a block scan and five
+// barriers each. Missing keys are 0, the smallest key.
+#pragma once
+#include "sgtopk/util/common.cuh"
+
+namespace sgtopk {
+
+struct WarpKeys64 {
+  static constexpr int kKeys = 64;
+
+  // Compare-exchange stages of a bitonic network at `size` (the run length
+  // being merged) from element distance `stride` down to 1; `descending`
+  // orders this lane's run.
+  static SGTOPK_DEVICE void stages(u32 (&v)[2], u32 size, u32 stride) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const bool descending = ((2u * static_cast<u32>(lane)) & size) == 0u;
+    for (; stride > 0u; stride >>= 1) {
+      if (stride == 1u) {  // both elements in this lane
+        const u32 hi = max_of(v[0], v[1]), lo = min_of(v[0], v[1]);
+        v[0] = descending ? hi : lo;
+        v[1] = descending ? lo : hi;
+      } else {
+        const int partner = lane ^ static_cast<int>(stride >> 1);
+        const bool lower = lane < partner;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const u32 other = __shfl_sync(0xffffffffu, v[h], partner);
+          v[h] = lower == descending ? max_of(v[h], other) : min_of(v[h], other);
+        }
+      }
+    }
+  }
+
+  // Sorts the warp's 64 keys descending. Called by every lane of a warp.
+  static SGTOPK_DEVICE void sort_descending(u32 (&v)[2]) {
+    for (u32 size = 2u; size <= 64u; size <<= 1) stages(v, size, size >> 1);
+  }
+
+  // v becomes the 64 largest of v and p (both sorted descending), sorted:
+  // the larger of v's i-th and p's (63 - i)-th form a bitonic sequence
+  // holding them, which one merge sorts.
+  static SGTOPK_DEVICE void keep_largest(u32 (&v)[2], const u32 (&p)[2]) {
+    const int mirror = 31 - static_cast<int>(threadIdx.x & 31);
+    const u32 q0 = __shfl_sync(0xffffffffu, p[1], mirror), q1 = __shfl_sync(0xffffffffu, p[0], mirror);
+    v[0] = max_of(v[0], q0);
+    v[1] = max_of(v[1], q1);
+    stages(v, 64u, 32u);
+  }
+
+  // Element e (0..63, the same in every lane) of the sorted keys: selects,
+  // so that v stays in registers.
+  static SGTOPK_DEVICE u32 element(const u32 (&v)[2], u32 e) {
+    return __shfl_sync(0xffffffffu, (e & 1u) != 0u ? v[1] : v[0], static_cast<int>(e >> 1));
+  }
+
+  // The keys greater than `key` among the 64.
+  static SGTOPK_DEVICE u32 count_above(const u32 (&v)[2], u32 key) {
+    return static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > key)) +
+                            __popc(__ballot_sync(0xffffffffu, v[1] > key)));
+  }
+};
+
+template <int kThreads>
+struct BlockTopKeys {
+  static_assert(kThreads % 32 == 0, "whole warps");
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kListKeys = kWarps * WarpKeys64::kKeys;  // the tree's shared memory, in keys
+
+  // The 64 largest of key_at(0..n-1) into warp 0's v, sorted descending
+  // (0 past n); the other warps' v are partial. Every thread calls it;
+  // `lists` (kListKeys words of shared memory) is read by warp 0 until it
+  // returns, so a barrier precedes its reuse. Each warp's pieces are
+  // [64 (warp + j warps), +64): a warp's loads are contiguous.
+  template <typename KeyAt>
+  static SGTOPK_DEVICE void largest(int n, KeyAt&& key_at, u32* lists, u32 (&v)[2]) {
+    const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+    v[0] = v[1] = 0u;
+    for (int base = warp * WarpKeys64::kKeys; base < n; base += kListKeys) {
+      u32 p[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = base + 2 * lane + h;
+        p[h] = e < n ? key_at(e) : 0u;
+      }
+      WarpKeys64::sort_descending(p);
+      if (base == warp * WarpKeys64::kKeys) {
+        v[0] = p[0];
+        v[1] = p[1];
+      } else {
+        WarpKeys64::keep_largest(v, p);
+      }
+    }
+    // Level `step`: warps at odd multiples of step hand their list to the
+    // warp step below. Each list is written once, so one barrier a level.
+    for (int step = 1; step < kWarps; step <<= 1) {
+      if ((warp & (2 * step - 1)) == step) {
+        lists[warp * WarpKeys64::kKeys + 2 * lane] = v[0];
+        lists[warp * WarpKeys64::kKeys + 2 * lane + 1] = v[1];
+      }
+      __syncthreads();
+      if ((warp & (2 * step - 1)) == 0 && warp + step < kWarps) {
+        const u32* other = lists + (warp + step) * WarpKeys64::kKeys;
+        const u32 p[2] = {other[2 * lane], other[2 * lane + 1]};
+        WarpKeys64::keep_largest(v, p);
+      }
+    }
+  }
+};
+
+}  // namespace sgtopk

@@ -1,0 +1,80 @@
+// BlockTopKeys (templates/sgtopk/block/block_top_keys.cuh) on the host:
+// one CTA of THREADS threads takes the 64 largest of n keys, for n from 0 to
+// past several pieces a warp, over key sets with ties (all equal, a few
+// distinct values, zeros, the largest key), each checked against std::sort.
+//   top_keys_harness CASES SEED
+#include "prelude.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "sgtopk/block/block_top_keys.cuh"
+using namespace sgtopk;
+
+#ifndef THREADS
+#define THREADS 128
+#endif
+
+int main(int argc, char** argv) {
+  const int cases = argc > 1 ? std::atoi(argv[1]) : 24;
+  const unsigned seed = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1u;
+  std::mt19937 rng(seed);
+  EmuCta cta;
+  cta.block = new std::barrier<>(THREADS);
+  blockDim.x = THREADS;
+  cta.warps = new EmuWarp[THREADS / 32];
+  u32* lists = reinterpret_cast<u32*>(emu_shared);
+  int bad = 0;
+  for (int c = 0; c < cases; ++c) {
+    // Sizes around the piece and list boundaries, and a few random ones.
+    const int sizes[] = {0, 1, 63, 64, 65, 2 * THREADS - 1, 2 * THREADS, 2 * THREADS + 1, 4 * THREADS + 17};
+    const int n = c < 9 ? sizes[c] : static_cast<int>(rng() % (6u * THREADS + 1u));
+    std::vector<u32> keys(static_cast<size_t>(n));
+    const int kind = static_cast<int>(rng() % 5u);
+    for (auto& k : keys) {
+      switch (kind) {
+        case 0: k = rng(); break;                                            // distinct, mostly
+        case 1: k = 7u; break;                                               // all equal
+        case 2: k = 1000u + rng() % 4u; break;                               // a few values, many ties
+        case 3: k = rng() % 3u == 0u ? 0xffffffffu : rng() % 2u; break;      // the extremes and zero
+        default: k = rng() % 97u == 0u ? 5000u + rng() % 100u : rng() % 50u;  // a few large among many small
+      }
+    }
+    u32 top[64] = {}, at = 0u, above = 0u;
+    const u32 e = static_cast<u32>(c % 64);  // the element read as the agents read a rank
+    std::vector<std::thread> threads;
+    for (int t = 0; t < THREADS; ++t)
+      threads.emplace_back([&, t] {
+        emu_cta = &cta;
+        threadIdx.x = static_cast<unsigned>(t);
+        u32 v[2];
+        BlockTopKeys<THREADS>::largest(n, [&](int i) { return keys[static_cast<size_t>(i)]; }, lists, v);
+        if (t < 32) {
+          top[2 * t] = v[0];
+          top[2 * t + 1] = v[1];
+          const u32 key = WarpKeys64::element(v, e), count = WarpKeys64::count_above(v, key);
+          if (t == 0) {
+            at = key;
+            above = count;
+          }
+        }
+      });
+    for (auto& t : threads) t.join();
+    std::vector<u32> sorted = keys;
+    std::sort(sorted.begin(), sorted.end(), std::greater<u32>());
+    sorted.resize(64, 0u);
+    const u32 expect_above = static_cast<u32>(std::count_if(sorted.begin(), sorted.end(), [&](u32 k) { return k > sorted[e]; }));
+    bool ok = at == sorted[e] && above == expect_above;
+    for (int i = 0; i < 64; ++i) ok = ok && top[i] == sorted[static_cast<size_t>(i)];
+    if (!ok) {
+      if (bad < 10) std::printf("BAD case %d (n %d, kind %d): element %u %u (expected %u), above %u (expected %u)\n", c, n, kind, e, at, sorted[e], above, expect_above);
+      ++bad;
+    }
+  }
+  std::printf("top_keys threads %d: %d cases, %d bad\n", THREADS, cases, bad);
+  return bad == 0 ? 0 : 1;
+}
