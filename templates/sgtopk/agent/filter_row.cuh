@@ -57,6 +57,7 @@
 #pragma once
 #include "sgtopk/abi.h"
 #include "sgtopk/block/block_scan.cuh"
+#include "sgtopk/block/block_top_keys.cuh"
 #include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/keys.cuh"
 #include "sgtopk/util/philox.h"
@@ -132,6 +133,18 @@ struct FilterRowAgent {
   // Keys warp 0 sorts in registers, two a lane, where digit rounds would
   // take 2048-bin histograms (top_p_few, few_keys_boundary).
   static constexpr int kFewSurvivors = 64;
+  // The warp-level selections of small ranks (BlockTopKeys: the sample's
+  // tau, top-k with k <= kFewSurvivors and top-p) in the split's kernels
+  // only: the one-CTA kernel, at 64 registers a thread, spilled with them.
+  template <typename C>
+  static constexpr bool splits_rows(decltype(C::kSegments)*) {
+    return true;
+  }
+  template <typename C>
+  static constexpr bool splits_rows(...) {
+    return false;
+  }
+  static constexpr bool kWarpSelect = splits_rows<Config>(nullptr);
   static constexpr int kPerVector = 16 / static_cast<int>(sizeof(Elem));  // elements of one 16-byte load
   static constexpr u32 kNotKept = 0xffffffffu;  // a candidate_index that is no row index (rows < 2^23)
   static_assert(kThreads % 32 == 0, "the passes use whole warps");
@@ -398,30 +411,6 @@ struct FilterRowAgent {
     return key;
   }
 
-  // Sorts 64 keys, two a lane of warp 0 (element 2 lane + h in v[h]), into
-  // descending order: a bitonic sort in registers, no barrier.
-  static SGTOPK_DEVICE void warp_sort_descending(u32 (&v)[2]) {
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    for (u32 size = 2u; size <= 64u; size <<= 1) {
-      const bool descending = ((2u * static_cast<u32>(lane)) & size) == 0u;
-      for (u32 stride = size >> 1; stride > 0u; stride >>= 1) {
-        if (stride == 1u) {  // both elements in this lane
-          const u32 hi = max_of(v[0], v[1]), lo = min_of(v[0], v[1]);
-          v[0] = descending ? hi : lo;
-          v[1] = descending ? lo : hi;
-        } else {
-          const int partner = lane ^ static_cast<int>(stride >> 1);
-          const bool lower = lane < partner;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const u32 other = __shfl_sync(0xffffffffu, v[h], partner);
-            v[h] = lower == descending ? max_of(v[h], other) : min_of(v[h], other);
-          }
-        }
-      }
-    }
-  }
-
   // The end of boundary()'s rounds over candidates where a round leaves at
   // most kFewSurvivors keys in the group (`mask` the digits resolved,
   // `prefix` their values, `above` the units above the group): warp 0 sorts
@@ -444,7 +433,7 @@ struct FilterRowAgent {
         const u32 e = static_cast<u32>(2 * lane + h);
         v[h] = e < n ? keys[e] : e < n + copies ? bk : 0u;
       }
-      warp_sort_descending(v);
+      WarpKeys64::sort_descending(v);
       u32 bp;
       u64 units_above;
       if (!mass) {
@@ -563,13 +552,33 @@ struct FilterRowAgent {
     b = bp;
   }
 
+  // Top-p over top-k's survivors sorted descending in a warp's registers
+  // (two a lane, 0 past them: no mass), which end in t copies of b: sets b
+  // and t to the kept set's. Called by every lane of the warp.
+  static SGTOPK_DEVICE void warp_top_p(const u32 (&v)[2], float top_p, u32 max_key, u32& b, u32& t) {
+    const float top = float_from_ordered_key(max_key);
+    const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
+    const u64 running = warp_running_mass(m0 + m1);
+    const u64 total = __shfl_sync(0xffffffffu, running, 31);
+    if (top_p <= 0.0f || total == 0u) {  // no mass, or p <= 0: the first token of the order only
+      b = max_key;
+      t = 1u;
+      return;
+    }
+    const u64 target = mass_target(top_p, total);
+    u64 mass_above = 0;
+    const u32 bp = warp_mass_boundary(v, m0, m1, running, target, mass_above);
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    const u32 need = static_cast<u32>((target - mass_above + each - 1u) / each);
+    t = bp == b ? min_of(t, need) : need;
+    b = bp;
+  }
+
   // Top-p over at most kFewSurvivors top-k survivors (the keys of `c` above
-  // b, and t copies of b): warp 0 sorts their keys (a bitonic sort in
-  // registers, two a lane) and scans their masses in that order, where the
-  // digit rounds would take 2048-bin histograms. The same integers as
-  // top_p_boundary() (equal keys carry equal masses, so the key where the
-  // running mass reaches the target, and the copies it needs, are the
-  // same): the same b and t.
+  // b, and t copies of b) where top_k_with_top_p does not run: warp 0 sorts their
+  // keys (a bitonic sort in registers, two a lane) and scans their masses
+  // in that order (warp_top_p), where the digit rounds would take 2048-bin
+  // histograms. The same b and t as top_p_boundary().
   static SGTOPK_DEVICE void top_p_few(Shared& s, const Candidates& c, float top_p, u32 max_key, u32& b, u32& t) {
     const u32* keys = gather_few_keys(s, c, 0u, 0u, b, 0u);  // the keys above b
     if (threadIdx.x < 32) {
@@ -581,21 +590,42 @@ struct FilterRowAgent {
         const u32 e = static_cast<u32>(2 * lane + h);
         v[h] = e < above ? keys[e] : e < above + t ? b : 0u;
       }
-      warp_sort_descending(v);
-      const float top = float_from_ordered_key(max_key);
-      const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
-      const u64 running = warp_running_mass(m0 + m1);
-      const u64 total = __shfl_sync(0xffffffffu, running, 31);
-      u32 nb = max_key, nt = 1u;  // no mass, or p <= 0: the first token of the order only
-      if (top_p > 0.0f && total != 0u) {
-        const u64 target = mass_target(top_p, total);
-        u64 mass_above = 0;
-        const u32 bp = warp_mass_boundary(v, m0, m1, running, target, mass_above);
-        const u64 each = mass_of(float_from_ordered_key(bp), top);
-        const u32 need = static_cast<u32>((target - mass_above + each - 1u) / each);
-        nt = bp == b ? min_of(t, need) : need;
-        nb = bp;
+      WarpKeys64::sort_descending(v);
+      u32 nb = b, nt = t;
+      warp_top_p(v, top_p, max_key, nb, nt);
+      if (lane == 0) {
+        s.scratch[33] = nb;
+        s.scratch[34] = nt;
       }
+    }
+    __syncthreads();
+    b = static_cast<u32>(s.scratch[33]);
+    t = static_cast<u32>(s.scratch[34]);
+    __syncthreads();  // scratch and count are rewritten next
+  }
+
+  // Top-k with k <= kFewSurvivors over candidates, then top-p over its
+  // survivors: the 64 largest keys of `c` sorted in warp 0's registers
+  // (BlockTopKeys: a warp sort of each piece of 64, a merge tree over the
+  // warps). The k-th is b, the first k are the survivors (the keys above b
+  // and t copies of b), and top-p scans their masses in that order, with no
+  // gather and no second sort (top_p_few). The same integers as boundary()
+  // and top_p_boundary() (equal keys carry equal masses, so the key where
+  // the running mass reaches the target, and the copies it needs, are the
+  // same): the same b and t.
+  static SGTOPK_DEVICE void top_k_with_top_p(Shared& s, const Candidates& c, int k, float top_p, u32 max_key, u32& b,
+                                             u32& t) {
+    static_assert(BlockTopKeys<kThreads>::kListKeys <= kDigits, "the merge tree's lists fit s.count");
+    u32 v[2];
+    BlockTopKeys<kThreads>::largest(c.len, [&](int i) { return c.key(i); }, s.count, v);
+    if (threadIdx.x < 32) {
+      const int lane = static_cast<int>(threadIdx.x);
+      u32 nb = WarpKeys64::element(v, static_cast<u32>(k - 1));
+      u32 nt = static_cast<u32>(k) - WarpKeys64::count_above(v, nb);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)  // the survivors, then 0 (no mass)
+        if (2 * lane + h >= k) v[h] = 0u;
+      warp_top_p(v, top_p, max_key, nb, nt);
       if (lane == 0) {
         s.scratch[33] = nb;
         s.scratch[34] = nt;
@@ -981,6 +1011,23 @@ struct FilterRowAgent {
     }
     if (top_k_on && k > kFilterCandidates) return false;
     const int n = sample_count(row.len);
+    if (kWarpSelect && top_k_on) {
+      const double expected = static_cast<double>(k) * n / row.len;  // sample keys at or above the k-th
+      const int rank = sample_rank(expected);
+      if (!sample_fits(rank, n, row.len)) return false;
+      if (rank <= WarpKeys64::kKeys) {  // the warps' sorted lists, straight from the row
+        u32 v[2];
+        BlockTopKeys<kThreads>::largest(n, [&](int i) { return row.key(sample_index(row.len, i)); }, s.count, v);
+        if (threadIdx.x < 32) {
+          const u32 key = WarpKeys64::element(v, static_cast<u32>(rank - 1));
+          if (threadIdx.x == 0) s.scratch[33] = key;
+        }
+        __syncthreads();
+        *tau = static_cast<u32>(s.scratch[33]);
+        __syncthreads();  // scratch and count are rewritten next
+        return true;
+      }
+    }
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
     u32 local_max = 0u;
@@ -1007,13 +1054,24 @@ struct FilterRowAgent {
         if (window) *window = choose_window(sample, at, row.len);
       }
     }
-    const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
-    // The row's keys at or above the sample's rank-th: about rank * len / n, the spread sqrt(rank) * len / n.
-    const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
-    if (rank > n || predicted > kFilterCandidates) return false;
+    const int rank = sample_rank(expected);
+    if (!sample_fits(rank, n, row.len)) return false;
     u64 above = 0;
     *tau = boundary(s, sample, static_cast<u64>(rank), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
     return true;
+  }
+
+  // The sample rank tau takes for `expected` sample keys at or above the
+  // boundary: kSampleSigmas standard deviations (and one) more.
+  static SGTOPK_DEVICE int sample_rank(double expected) {
+    return static_cast<int>(ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0);
+  }
+  // False where the row's keys at or above the sample's rank-th (about
+  // rank * len / n, the spread sqrt(rank) * len / n) would overflow the
+  // candidate buffer, or the sample has no such rank.
+  static SGTOPK_DEVICE bool sample_fits(int rank, int n, int len) {
+    const double predicted = (rank + kSampleSigmas * sqrt(static_cast<double>(rank))) * len / n;
+    return rank <= n && predicted <= kFilterCandidates;
   }
 
   // The scaled key of an unscaled one (a logit's ordered_key).
@@ -1125,6 +1183,15 @@ struct FilterRowAgent {
     const Candidates c{s.candidate_key, static_cast<int>(count)};
     if (top_k_on) {
       if (count < static_cast<u32>(k)) return false;
+      // Top-k and top-p over the 64 largest keys in one go (top_k_with_top_p);
+      // top-k alone keeps the digit rounds, faster there over ~2,200
+      // candidates (docs/decisions/2026-12-05-filter-warp-selection.md).
+      if constexpr (kWarpSelect && !kMoreOutputs) {  // not with the other outputs: at 64 registers a thread that spilled
+        if (top_p_on && k <= kFewSurvivors) {
+          top_k_with_top_p(s, c, k, top_p, max_key, b, t);
+          return true;
+        }
+      }
       u64 above = 0;
       b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
       t = static_cast<u32>(static_cast<u64>(k) - above);
