@@ -133,9 +133,9 @@ struct FilterRowAgent {
   // Keys warp 0 sorts in registers, two a lane, where digit rounds would
   // take 2048-bin histograms (top_p_few, few_keys_boundary).
   static constexpr int kFewSurvivors = 64;
-  // The warp-level selections of small ranks (BlockTopKeys: the sample's
-  // tau, top-k with k <= kFewSurvivors and top-p) in the split's kernels
-  // only: the one-CTA kernel, at 64 registers a thread, spilled with them.
+  // Top-k with top-p over the 64 largest keys (BlockTopKeys,
+  // top_k_with_top_p) in the split's kernels only: the one-CTA kernel, at
+  // 64 registers a thread, spilled with it.
   template <typename C>
   static constexpr bool splits_rows(decltype(C::kSegments)*) {
     return true;
@@ -1011,23 +1011,6 @@ struct FilterRowAgent {
     }
     if (top_k_on && k > kFilterCandidates) return false;
     const int n = sample_count(row.len);
-    if (kWarpSelect && top_k_on) {
-      const double expected = static_cast<double>(k) * n / row.len;  // sample keys at or above the k-th
-      const int rank = sample_rank(expected);
-      if (!sample_fits(rank, n, row.len)) return false;
-      if (rank <= WarpKeys64::kKeys) {  // the warps' sorted lists, straight from the row
-        u32 v[2];
-        BlockTopKeys<kThreads>::largest(n, [&](int i) { return row.key(sample_index(row.len, i)); }, s.count, v);
-        if (threadIdx.x < 32) {
-          const u32 key = WarpKeys64::element(v, static_cast<u32>(rank - 1));
-          if (threadIdx.x == 0) s.scratch[33] = key;
-        }
-        __syncthreads();
-        *tau = static_cast<u32>(s.scratch[33]);
-        __syncthreads();  // scratch and count are rewritten next
-        return true;
-      }
-    }
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
     u32 local_max = 0u;
@@ -1054,24 +1037,13 @@ struct FilterRowAgent {
         if (window) *window = choose_window(sample, at, row.len);
       }
     }
-    const int rank = sample_rank(expected);
-    if (!sample_fits(rank, n, row.len)) return false;
+    const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
+    // The row's keys at or above the sample's rank-th: about rank * len / n, the spread sqrt(rank) * len / n.
+    const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
+    if (rank > n || predicted > kFilterCandidates) return false;
     u64 above = 0;
     *tau = boundary(s, sample, static_cast<u64>(rank), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
     return true;
-  }
-
-  // The sample rank tau takes for `expected` sample keys at or above the
-  // boundary: kSampleSigmas standard deviations (and one) more.
-  static SGTOPK_DEVICE int sample_rank(double expected) {
-    return static_cast<int>(ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0);
-  }
-  // False where the row's keys at or above the sample's rank-th (about
-  // rank * len / n, the spread sqrt(rank) * len / n) would overflow the
-  // candidate buffer, or the sample has no such rank.
-  static SGTOPK_DEVICE bool sample_fits(int rank, int n, int len) {
-    const double predicted = (rank + kSampleSigmas * sqrt(static_cast<double>(rank))) * len / n;
-    return rank <= n && predicted <= kFilterCandidates;
   }
 
   // The scaled key of an unscaled one (a logit's ordered_key).
