@@ -575,12 +575,13 @@ struct FilterRowAgent {
   }
 
   // Top-p over at most kFewSurvivors top-k survivors (the keys of `c` above
-  // b, and t copies of b) where top_k_with_top_p does not run: warp 0 sorts their
-  // keys (a bitonic sort in registers, two a lane) and scans their masses
+  // b, and t copies of b) where top_k_with_top_p does not run: warp 0
+  // sorts their keys (a bitonic sort in registers, two a lane) and scans their masses
   // in that order (warp_top_p), where the digit rounds would take 2048-bin
   // histograms. The same b and t as top_p_boundary().
   static SGTOPK_DEVICE void top_p_few(Shared& s, const Candidates& c, float top_p, u32 max_key, u32& b, u32& t) {
     const u32* keys = gather_few_keys(s, c, 0u, 0u, b, 0u);  // the keys above b
+    u32 nb = b, nt = t;
     if (threadIdx.x < 32) {
       const int lane = static_cast<int>(threadIdx.x);
       const u32 above = keys[kFewSurvivors];
@@ -591,12 +592,16 @@ struct FilterRowAgent {
         v[h] = e < above ? keys[e] : e < above + t ? b : 0u;
       }
       WarpKeys64::sort_descending(v);
-      u32 nb = b, nt = t;
       warp_top_p(v, top_p, max_key, nb, nt);
-      if (lane == 0) {
-        s.scratch[33] = nb;
-        s.scratch[34] = nt;
-      }
+    }
+    from_thread_zero(s, nb, nt, b, t);
+  }
+
+  // Thread 0's nb and nt into every thread's b and t.
+  static SGTOPK_DEVICE void from_thread_zero(Shared& s, u32 nb, u32 nt, u32& b, u32& t) {
+    if (threadIdx.x == 0) {
+      s.scratch[33] = nb;
+      s.scratch[34] = nt;
     }
     __syncthreads();
     b = static_cast<u32>(s.scratch[33]);
@@ -618,23 +623,17 @@ struct FilterRowAgent {
     static_assert(BlockTopKeys<kThreads>::kListKeys <= kDigits, "the merge tree's lists fit s.count");
     u32 v[2];
     BlockTopKeys<kThreads>::largest(c.len, [&](int i) { return c.key(i); }, s.count, v);
+    u32 nb = 0u, nt = 0u;
     if (threadIdx.x < 32) {
       const int lane = static_cast<int>(threadIdx.x);
-      u32 nb = WarpKeys64::element(v, static_cast<u32>(k - 1));
-      u32 nt = static_cast<u32>(k) - WarpKeys64::count_above(v, nb);
+      nb = WarpKeys64::element(v, static_cast<u32>(k - 1));
+      nt = static_cast<u32>(k) - WarpKeys64::count_above(v, nb);
 #pragma unroll
       for (int h = 0; h < 2; ++h)  // the survivors, then 0 (no mass)
         if (2 * lane + h >= k) v[h] = 0u;
       warp_top_p(v, top_p, max_key, nb, nt);
-      if (lane == 0) {
-        s.scratch[33] = nb;
-        s.scratch[34] = nt;
-      }
     }
-    __syncthreads();
-    b = static_cast<u32>(s.scratch[33]);
-    t = static_cast<u32>(s.scratch[34]);
-    __syncthreads();  // scratch and count are rewritten next
+    from_thread_zero(s, nb, nt, b, t);
   }
 
   // The mass top-p must reach: ceil(p * Z) in double, at least one unit.
