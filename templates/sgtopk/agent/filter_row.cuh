@@ -437,11 +437,8 @@ struct FilterRowAgent {
       u32 bp;
       u64 units_above;
       if (!mass) {
-        const u32 r = static_cast<u32>(target - above) - 1u;  // the boundary's element, in descending order
-        // A select: v indexed at run time would live in local memory.
-        bp = __shfl_sync(0xffffffffu, (r & 1u) != 0u ? v[1] : v[0], static_cast<int>(r >> 1));
-        units_above = static_cast<u32>(__popc(__ballot_sync(0xffffffffu, v[0] > bp)) +
-                                       __popc(__ballot_sync(0xffffffffu, v[1] > bp)));
+        bp = WarpKeys64::element(v, static_cast<u32>(target - above) - 1u);  // the boundary's, in descending order
+        units_above = WarpKeys64::count_above(v, bp);
       } else {  // the elements past the group are key 0, NaN's: no mass
         const u64 m0 = mass_of(float_from_ordered_key(v[0]), top), m1 = mass_of(float_from_ordered_key(v[1]), top);
         bp = warp_mass_boundary(v, m0, m1, warp_running_mass(m0 + m1), target - above, units_above);
