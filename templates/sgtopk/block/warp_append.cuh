@@ -35,9 +35,13 @@ SGTOPK_DEVICE u32 warp_exclusive_sum(u32 value, u32* total) {
 
 // The largest `value` of a converged warp (every lane calls it and gets it).
 SGTOPK_DEVICE u32 warp_max(u32 value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(0xffffffffu, value);  // one instruction where the five shuffles are a chain
+#else
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) value = max_of(value, __shfl_sync(0xffffffffu, value, (threadIdx.x & 31) ^ d));
   return value;
+#endif
 }
 
 // Reserves `count` consecutive slots of `counter` for this lane with one
