@@ -1,7 +1,9 @@
-// BlockTopKeys (templates/sgtopk/block/block_top_keys.cuh) on the host:
-// one CTA of THREADS threads takes the 64 largest of n keys, for n from 0 to
-// past several pieces a warp, over key sets with ties (all equal, a few
-// distinct values, zeros, the largest key), each checked against std::sort.
+// BlockTopKeys and BlockRankedKey (templates/sgtopk/block/block_top_keys.cuh)
+// on the host: one CTA of THREADS threads takes the 64 largest of n keys, for
+// n from 0 to past several pieces a warp, and the r-th largest (r up to 32)
+// of up to 4 x THREADS keys in shared memory, over key sets with ties (all
+// equal, a few distinct values, zeros, the largest key), each checked
+// against std::sort.
 //   top_keys_harness CASES SEED
 #include "prelude.h"
 
@@ -34,14 +36,15 @@ int main(int argc, char** argv) {
     const int sizes[] = {0, 1, 63, 64, 65, 2 * THREADS - 1, 2 * THREADS, 2 * THREADS + 1, 4 * THREADS + 17};
     const int n = c < 9 ? sizes[c] : static_cast<int>(rng() % (6u * THREADS + 1u));
     std::vector<u32> keys(static_cast<size_t>(n));
-    const int kind = static_cast<int>(rng() % 5u);
+    const int kind = static_cast<int>(rng() % 6u);
     for (auto& k : keys) {
       switch (kind) {
         case 0: k = rng(); break;                                            // distinct, mostly
         case 1: k = 7u; break;                                               // all equal
         case 2: k = 1000u + rng() % 4u; break;                               // a few values, many ties
         case 3: k = rng() % 3u == 0u ? 0xffffffffu : rng() % 2u; break;      // the extremes and zero
-        default: k = rng() % 97u == 0u ? 5000u + rng() % 100u : rng() % 50u;  // a few large among many small
+        case 4: k = rng() % 97u == 0u ? 5000u + rng() % 100u : rng() % 50u;  // a few large among many small
+        default: k = static_cast<u32>(&k - keys.data()) + 1u;                 // ascending: the largest in one warp's part
       }
     }
     u32 top[64] = {}, at = 0u, above = 0u;
@@ -73,6 +76,31 @@ int main(int argc, char** argv) {
     if (!ok) {
       if (bad < 10) std::printf("BAD case %d (n %d, kind %d): element %u %u (expected %u), above %u (expected %u)\n", c, n, kind, e, at, sorted[e], above, expect_above);
       ++bad;
+    }
+
+    // The r-th largest of the first min(n, 4 THREADS) keys, from shared memory.
+    const int m = std::min(n, 4 * THREADS);
+    if (m > 0) {
+      typedef BlockRankedKey<THREADS, 4> Ranked;
+      const int r = 1 + static_cast<int>(rng() % static_cast<unsigned>(std::min(m, Ranked::kMaxRank)));
+      u32* in = lists + Ranked::kListKeys + 1;
+      std::copy(keys.begin(), keys.begin() + m, in);
+      std::vector<u32> got(THREADS);
+      threads.clear();
+      for (int t = 0; t < THREADS; ++t)
+        threads.emplace_back([&, t] {
+          emu_cta = &cta;
+          threadIdx.x = static_cast<unsigned>(t);
+          got[static_cast<size_t>(t)] = Ranked::at_rank(in, m, r, lists, lists + Ranked::kListKeys);
+        });
+      for (auto& t : threads) t.join();
+      std::vector<u32> first(keys.begin(), keys.begin() + m);
+      std::sort(first.begin(), first.end(), std::greater<u32>());
+      const u32 want = first[static_cast<size_t>(r - 1)];
+      if (std::any_of(got.begin(), got.end(), [&](u32 g) { return g != want; })) {
+        if (bad < 10) std::printf("BAD case %d (n %d, kind %d): rank %d gave %u (expected %u)\n", c, m, kind, r, got[0], want);
+        ++bad;
+      }
     }
   }
   std::printf("top_keys threads %d: %d cases, %d bad\n", THREADS, cases, bad);

@@ -987,6 +987,14 @@ struct FilterRowAgent {
     return n;
   }
 
+  // The sample's threshold at a rank of at most 32 (top-k for k up to a
+  // few thousand): pops of warp maxima (BlockRankedKey), no digit round.
+  typedef BlockRankedKey<kThreads, kSampleSize < kThreads ? 1 : (kSampleSize + kThreads - 1) / kThreads> SampleRank;
+  // Not with the other outputs (at 64 registers a thread that spilled), nor
+  // past 8 sample keys a thread (a lane sorts its keys in registers).
+  static constexpr bool kRankedSample = !kMoreOutputs && kSampleSize <= 8 * kThreads;
+  static_assert(SampleRank::kListKeys + 1 <= kDigits, "the sample's rank lists fit s.count");
+
   // The threshold tau the gather admits keys from; false where the sample
   // predicts the candidates would not fit the buffer (the exact route then
   // runs at once), or where kSampleSize is 0 (the exact route only). For
@@ -1037,6 +1045,12 @@ struct FilterRowAgent {
     // The row's keys at or above the sample's rank-th: about rank * len / n, the spread sqrt(rank) * len / n.
     const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
     if (rank > n || predicted > kFilterCandidates) return false;
+    if constexpr (kRankedSample) {
+      if (rank <= static_cast<double>(SampleRank::kMaxRank)) {  // a few pops of warp maxima, no digit round
+        *tau = SampleRank::at_rank(s.candidate_key, n, static_cast<int>(rank), s.count, s.count + SampleRank::kListKeys);
+        return true;
+      }
+    }
     u64 above = 0;
     *tau = boundary(s, sample, static_cast<u64>(rank), false, 0.0f, 0u, 0xffffffffu, 0, 0u, 0u, &above);
     return true;

@@ -6,6 +6,7 @@
 // way, where digit rounds take a 2048-bin histogram, a block scan and five
 // barriers each. Missing keys are 0, the smallest key.
 #pragma once
+#include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/common.cuh"
 
 namespace sgtopk {
@@ -109,6 +110,70 @@ struct BlockTopKeys {
         WarpKeys64::keep_largest(v, p);
       }
     }
+  }
+};
+
+// The r-th largest of n keys in shared memory for a small rank r (at most
+// 32), counting equal keys apart: each warp pops the largest of its part r
+// times (one warp_max and one ballot a pop, each lane's keys sorted in its
+// registers), then warp 0 pops r times over the warps' sorted lists. Where
+// a digit round takes a 2048-bin histogram, a block scan and its barriers,
+// this takes 2 r warp reductions and one barrier.
+template <int kThreads, int kKeysPerLane>
+struct BlockRankedKey {
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kMaxRank = 32;
+  static constexpr int kMaxKeys = kThreads * kKeysPerLane;
+  static constexpr int kListKeys = kWarps * kMaxRank;  // the lists' shared memory, in keys
+  static_assert(kWarps <= 32, "warp 0 takes a list a lane");
+
+  // Every thread calls it and gets the r-th largest of keys[0, n): n at
+  // most kMaxKeys, r in [1, min(n, kMaxRank)]. `lists` (kListKeys words of
+  // shared memory) and `answer` are written; a barrier follows its last read.
+  static SGTOPK_DEVICE u32 at_rank(const u32* keys, int n, int r, u32* lists, u32* answer) {
+    const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+    const int part = (n + kWarps - 1) / kWarps, begin = warp * part;
+    const int end = begin + part < n ? begin + part : n;
+    u32 v[kKeysPerLane];
+#pragma unroll
+    for (int j = 0; j < kKeysPerLane; ++j) {
+      const int i = begin + j * 32 + lane;
+      v[j] = i < end ? keys[i] : 0u;
+    }
+#pragma unroll
+    for (int a = 0; a < kKeysPerLane; ++a)  // descending: the lane's largest in v[0]
+#pragma unroll
+      for (int b = kKeysPerLane - 1; b > a; --b) {
+        const u32 hi = max_of(v[b - 1], v[b]), lo = min_of(v[b - 1], v[b]);
+        v[b - 1] = hi;
+        v[b] = lo;
+      }
+    u32 mine = 0u;  // lane i: the warp's i-th largest
+    for (int i = 0; i < r; ++i) {
+      const u32 m = warp_max(v[0]);
+      if (lane == __ffs(__ballot_sync(0xffffffffu, v[0] == m)) - 1) {
+#pragma unroll
+        for (int j = 0; j + 1 < kKeysPerLane; ++j) v[j] = v[j + 1];
+        v[kKeysPerLane - 1] = 0u;
+      }
+      if (lane == i) mine = m;
+    }
+    lists[warp * kMaxRank + lane] = mine;
+    __syncthreads();
+    if (warp == 0) {
+      int next = 1;  // lane l pops warp l's list, sorted descending
+      u32 head = lane < kWarps ? lists[lane * kMaxRank] : 0u, m = 0u;
+      for (int i = 0; i < r; ++i) {
+        m = warp_max(head);
+        if (lane == __ffs(__ballot_sync(0xffffffffu, head == m)) - 1) {
+          head = lane < kWarps && next < r ? lists[lane * kMaxRank + next] : 0u;
+          ++next;
+        }
+      }
+      if (lane == 0) *answer = m;
+    }
+    __syncthreads();
+    return *answer;
   }
 };
 
