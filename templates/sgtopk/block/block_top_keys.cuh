@@ -4,7 +4,8 @@
 // has seen; the warps' lists then merge in a tree through shared memory,
 // one barrier a level. A rank of at most 64 costs log2(warps) barriers this
 // way, where digit rounds take a 2048-bin histogram, a block scan and five
-// barriers each. Missing keys are 0, the smallest key.
+// barriers each. Missing keys are 0, the smallest key. BlockRankedKey, at
+// the end, takes only the key at a rank of at most 32, by pops of warp maxima.
 #pragma once
 #include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/common.cuh"
