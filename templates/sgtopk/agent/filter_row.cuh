@@ -989,10 +989,11 @@ struct FilterRowAgent {
 
   // The sample's threshold at a rank of at most 32 (top-k for k up to a
   // few thousand): pops of warp maxima (BlockRankedKey), no digit round.
-  typedef BlockRankedKey<kThreads, kSampleSize < kThreads ? 1 : (kSampleSize + kThreads - 1) / kThreads> SampleRank;
+  static constexpr int kSamplePerThread = kSampleSize < kThreads ? 1 : (kSampleSize + kThreads - 1) / kThreads;
+  typedef BlockRankedKey<kThreads, kSamplePerThread> SampleRank;
   // Not with the other outputs (at 64 registers a thread that spilled), nor
   // past 8 sample keys a thread (a lane sorts its keys in registers).
-  static constexpr bool kRankedSample = !kMoreOutputs && kSampleSize <= 8 * kThreads;
+  static constexpr bool kRankedSample = !kMoreOutputs && kSamplePerThread <= 8;
   static_assert(SampleRank::kListKeys + 1 <= kDigits, "the sample's rank lists fit s.count");
 
   // The threshold tau the gather admits keys from; false where the sample
