@@ -84,10 +84,11 @@ std::string choose_filter_family(const Problem& problem, const Policy& policy, c
   const FilterSplitPolicy& fs = policy.filter_split;
   const int segments = filter_split_segments(problem, fs, target);
   const std::string route =
-      policy.filter.sample_size == 0
-          ? std::string("filter.sample_size 0: the exact route (digit histograms over the row)")
-          : "a sample of filter.sample_size " + std::to_string(policy.filter.sample_size) +
-                " values proposes a threshold, one pass gathers the keys above it and the decisions run over "
+      policy.filter.sample_size == 0 && policy.filter.top_p_sample_size == 0
+          ? std::string("filter.sample_size and top_p_sample_size 0: the exact route (digit histograms over the row)")
+          : "a sample (filter.sample_size " + std::to_string(policy.filter.sample_size) +
+                " values in runs of one 32-byte sector; top-p alone filter.top_p_sample_size " +
+                std::to_string(policy.filter.top_p_sample_size) + " single values) proposes a threshold, one pass gathers the keys above it and the decisions run over "
                 "them (top-p alone: one more pass for the row's mass), the exact route where they do not hold "
                 "the boundary";
   if (segments > 1) {

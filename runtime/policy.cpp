@@ -227,7 +227,7 @@ const std::vector<Section>& sections() {
        {SGTOPK_POLICY_SELECT_DISPATCH(SGTOPK_FIELD_DISPATCH)}},
       {"filter",
        "Top-k / top-p filter. block_threads shapes the filter_row family (one CTA a row, exact:\n"
-       "docs/filter-design.md); sample_size and sample_sigmas steer its sampled route (speed only),\n"
+       "docs/filter-design.md); sample_size, top_p_sample_size and sample_sigmas steer its sampled route (speed only),\n"
        "loads_in_flight the loads a thread keeps in flight in that route's passes over the row;\n"
        "the Qrita keys (Gaussian outlier cutoff, quaternary pivot search) are reserved and not read.",
        {SGTOPK_POLICY_FILTER(SGTOPK_FIELD_FILTER)}},

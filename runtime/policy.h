@@ -280,8 +280,12 @@
 #define SGTOPK_POLICY_FILTER(X) \
   X(INT, block_threads, 512, (128, 1024, kPow2), \
     "threads per CTA of the filter_row family past few_rows_per_sm rows an SM (one CTA a row, two an SM)") \
-  X(INT, sample_size, 1024, (0, 8192), \
-    "values of a row the sampled route samples (held in the candidate buffer, hence at most its 8192); 0: the exact route only") \
+  X(INT, sample_size, 2048, (0, 8192), \
+    "values of a row the sampled route samples for top-k, in runs of one 32-byte sector (held in the candidate\n" \
+    "buffer, hence at most its 8192); 0: the exact route only") \
+  X(INT, top_p_sample_size, 1024, (0, 8192), \
+    "values of a row, one at a time at a fixed stride, the sampled route samples for top-p alone (its window);\n" \
+    "0: the exact route only") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(INT, loads_in_flight, 2, (1, 8), \

@@ -39,9 +39,9 @@ void plan_filter_row(Plan& plan, const Problem& problem, const Policy& policy, c
 void plan_filter_split(Plan& plan, const Problem& problem, const Policy& policy, const Target& target);
 // The filter families' shared pieces: the CTAs of `threads` and `bytes` of
 // shared memory an SM holds at 64 registers a thread, and the Config of
-// filter_row's constants.
+// filter_row's constants (a rule it applies noted in plan.derived).
 int filter_ctas_per_sm(int threads, unsigned bytes, const std::string& arch);
-KernelConfig filter_config(const Problem& problem, const FilterPolicy& policy, int threads, int loads_in_flight,
+KernelConfig filter_config(Plan& plan, const Problem& problem, const FilterPolicy& policy, int threads, int loads_in_flight,
                            int prefetch_ahead_steps);
 // CTAs per row of a filter_split plan (1: too few fit filter.split.min_segments).
 int filter_split_segments(const Problem& problem, const FilterSplitPolicy& policy, const Target& target);

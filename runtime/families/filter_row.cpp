@@ -23,16 +23,27 @@ int filter_ctas_per_sm(int threads, unsigned bytes, const std::string& arch) {
 }
 
 // kDtype: abi.h's kFilterF32 / kFilterBf16 / kFilterF16 are sgtopk_dtype's values.
-// kSampleSize (0: the exact route only) and kSampleSigmas steer the sampled
+// kSampleSize and kTopPSampleSize (top-k's and top-p alone's; 0: the exact
+// route only) and kSampleSigmas steer the sampled
 // route (agent/filter_row.cuh, propose()); kLoadsInFlight is the 16-byte
 // loads a thread keeps in flight in its passes (stream_row()); kOutputs:
 // abi.h's kFilterOut* of the problem's flags.
-KernelConfig filter_config(const Problem& p, const FilterPolicy& policy, int threads, int loads_in_flight,
+// Top-k's sample is at most one key a thread where 1024 threads carry the
+// candidate or sample output: at 64 registers a thread, a second step over
+// the sample spilled there.
+KernelConfig filter_config(Plan& plan, const Problem& p, const FilterPolicy& policy, int threads, int loads_in_flight,
                            int prefetch_ahead_steps) {
+  int sample_size = policy.sample_size;
+  if ((p.filter_candidates || p.filter_sample) && threads >= 1024 && sample_size > threads) {
+    sample_size = threads;
+    plan.derived.push_back("top-k's sample " + std::to_string(sample_size) + ", one key a thread, with the candidate or sample output at " +
+                           std::to_string(threads) + " threads [filter.sample_size]");
+  }
   return KernelConfig()
       .integer("kThreads", threads)
       .integer("kDtype", static_cast<int>(p.dtype))
-      .integer("kSampleSize", policy.sample_size)
+      .integer("kSampleSize", sample_size)
+      .integer("kTopPSampleSize", policy.top_p_sample_size)
       .integer("kSampleSigmas", policy.sample_sigmas)
       .integer("kLoadsInFlight", loads_in_flight)
       .integer("kPrefetchAheadSteps", prefetch_ahead_steps)
@@ -67,7 +78,7 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   describe_prefetches(plan, target, policy.filter.prefetch_ahead_steps != 0,
                       "passes ask L2 for " + std::to_string(policy.filter.prefetch_ahead_steps) + " step(s) ahead",
                       "filter.prefetch_ahead_steps");
-  plan.config = filter_config(p, policy.filter, threads, cta.loads_in_flight,
+  plan.config = filter_config(plan, p, policy.filter, threads, cta.loads_in_flight,
                               prefetches ? policy.filter.prefetch_ahead_steps : 0);
   plan.workspace_bytes = 0;
 }

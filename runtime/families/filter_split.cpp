@@ -47,7 +47,7 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
                       "segments asked of L2: " + std::to_string(fs.prefetch_before_sample_kb) + " KB before the sample, " +
                           std::to_string(fs.prefetch_ahead_steps) + " step(s) ahead of each pass",
                       "filter.split.prefetch_before_sample_kb, prefetch_ahead_steps");
-  plan.config = filter_config(p, policy.filter, fs.block_threads, fs.loads_in_flight,
+  plan.config = filter_config(plan, p, policy.filter, fs.block_threads, fs.loads_in_flight,
                               prefetches ? fs.prefetch_ahead_steps : 0)
                     .integer("kSegments", segments)
                     .integer("kPrefetchBeforeSampleKb", prefetches ? fs.prefetch_before_sample_kb : 0);

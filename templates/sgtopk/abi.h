@@ -262,6 +262,20 @@ SGTOPK_ABI_FN unsigned long long filter_split_row_bytes() {
   return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterSplitRecordKeys);
 }
 
+// The filter's sample of `count` from a row of `len` (len past count): runs
+// of 2^shift consecutive elements at a fixed stride from element 0. Top-k
+// samples runs of one 32-byte sector (a lone element costs its sector too),
+// top-p alone single elements (FilterRowAgent::propose; the tests build
+// rows against it).
+struct FilterSamplePoints {
+  int count, stride, shift;
+  SGTOPK_ABI_FN int index(int n) const { return (n >> shift) * stride + (n & ((1 << shift) - 1)); }
+};
+SGTOPK_ABI_FN FilterSamplePoints filter_sample_points(int len, int count, int shift) {
+  const int runs = (count + (1 << shift) - 1) >> shift;
+  return FilterSamplePoints{count, (len / runs) >> shift << shift, shift};
+}
+
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
 
 }  // namespace sgtopk

@@ -959,14 +959,15 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(plan.constant("kThreads"), "1024");
   EXPECT_EQ(plan.constant("kDtype"), "0");
-  EXPECT_EQ(plan.constant("kSampleSize"), "1024");
+  EXPECT_EQ(plan.constant("kSampleSize"), "2048");
+  EXPECT_EQ(plan.constant("kTopPSampleSize"), "1024");
   EXPECT_EQ(plan.constant("kSampleSigmas"), "4");
   EXPECT_EQ(plan.constant("kLoadsInFlight"), "2");
   EXPECT_EQ(plan.constant("kOutputs"), std::to_string(sgtopk::kFilterOutMask));  // the mask alone
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_BF16).constant("kDtype"), std::to_string(sgtopk::kFilterBf16));
   EXPECT_EQ(filter_plan(8, 32000, 0, SGTOPK_F16).constant("kDtype"), std::to_string(sgtopk::kFilterF16));
   EXPECT_TRUE(contains(plan.reason, "filter.few_rows_block_threads 1024 threads (8 rows within")) << plan.reason;
-  EXPECT_TRUE(contains(plan.reason, "filter.sample_size 1024")) << plan.reason;
+  EXPECT_TRUE(contains(plan.reason, "filter.sample_size 2048")) << plan.reason;
   // One CTA of 1024 an SM (64 registers a thread fill the register file).
   EXPECT_EQ(plan.min_blocks_per_sm, 1u);
   // Many rows: filter.block_threads (512) with 2 loads in flight, two CTAs an
@@ -994,6 +995,23 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
                                                     detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
   EXPECT_EQ(small_many.grid, static_cast<unsigned>(sm90.sm_count * 2));
   EXPECT_EQ(small_many.min_blocks_per_sm, 2u);  // the launch bounds hold it to 128 registers a thread
+  // The sample output at 1024 threads: top-k's sample is one key a thread
+  // (a second step spilled), said in the plan; at 512 threads, the policy's.
+  sgtopk_problem sampled = filter_problem();
+  sampled.flags = SGTOPK_FILTER_SAMPLE;
+  sampled.rows = 130;
+  sampled.width = 128256;
+  const detail::Plan few_sampled = detail::make_plan(detail::validate_problem(&sampled), no_split(), sm90);
+  EXPECT_EQ(few_sampled.block, 1024u);
+  EXPECT_EQ(few_sampled.constant("kSampleSize"), "1024");
+  EXPECT_EQ(few_sampled.constant("kTopPSampleSize"), "1024");
+  ASSERT_EQ(few_sampled.derived.size(), 1u);
+  EXPECT_TRUE(contains(few_sampled.derived[0], "top-k's sample 1024, one key a thread")) << few_sampled.derived[0];
+  sampled.rows = 100000;
+  const detail::Plan many_sampled = detail::make_plan(detail::validate_problem(&sampled), no_split(), sm90);
+  EXPECT_EQ(many_sampled.block, 512u);
+  EXPECT_EQ(many_sampled.constant("kSampleSize"), "2048");
+  EXPECT_TRUE(many_sampled.derived.empty());
 }
 
 TEST(ApiFilterCompileOnly, CompilesHitsTheCacheAndRefusesTheOtherOperatorsCalls) {

@@ -268,7 +268,7 @@ TEST_F(CliTest, PlanDescribesAFilterPlan) {
   ASSERT_EQ(many.exit_code, 0) << many.show();
   EXPECT_TRUE(contains(many.out, "family:    filter_row")) << many.show();
   EXPECT_TRUE(contains(many.out, "filter.block_threads 512")) << many.show();
-  EXPECT_TRUE(contains(r.out, "kSampleSize = 1024")) << r.show();
+  EXPECT_TRUE(contains(r.out, "kSampleSize = 2048")) << r.show();
   EXPECT_TRUE(contains(r.out, "dtype=f32")) << r.show();
   // --dtype: the logits' element type, in the problem and the kernel's Config.
   const CliResult bf16 = run("plan --filter --dtype bf16 --rows 8 --width 32000 --arch sm_90");

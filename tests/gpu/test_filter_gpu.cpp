@@ -959,8 +959,9 @@ TEST(FilterGpuEdges, TopPAloneOverWideKeptSets) {
 namespace sgtopk::testing {
 namespace {
 
-// The sampled route on rows built against its sample (a stride of
-// width / filter.sample_size from element 0): the sample's points above
+// The sampled route on rows built against its samples (abi.h's
+// filter_sample_points: top-k's runs of 8 fp32 logits, filter.sample_size in
+// all; top-p alone's single logits, filter.top_p_sample_size): top-k's points above
 // every other logit (tau too high: top-k falls back), its points at 0 with
 // a few spikes and the rest just below 0 (top-p alone's mass lies below
 // tau: it falls back; top-k resolves a tie group of the sample's size),
@@ -974,8 +975,9 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   test_context();
   SGTOPK_SEEDED_RNG(rng, "sampled_route");
   const int64_t rows = 48, vocab = 128256, pitch = vocab + 3;  // odd pitch: every row misaligned differently
-  const int sample = 1024;
-  const int64_t stride = vocab / sample;
+  const int top_k_sample = 2048, top_p_sample = 1024;  // the default policy's
+  const sgtopk::FilterSamplePoints top_k_points = sgtopk::filter_sample_points(static_cast<int>(vocab), top_k_sample, 3);
+  const sgtopk::FilterSamplePoints top_p_points = sgtopk::filter_sample_points(static_cast<int>(vocab), top_p_sample, 0);
   std::normal_distribution<float> logit(0.0f, 2.0f);
   std::vector<float> base(static_cast<size_t>(rows * pitch), 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
@@ -983,11 +985,13 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
     for (int64_t i = 0; i < vocab; ++i) row[i] = logit(rng.engine());
     switch (r % 6) {
       case 0:  // the sample holds the top
-        for (int j = 0; j < sample; ++j) row[j * stride] = 10.0f + 1e-3f * static_cast<float>(j);
+        for (int j = 0; j < top_k_sample; ++j)
+          row[top_k_points.index(j)] = 10.0f + 1e-3f * static_cast<float>(j);
         break;
       case 1:  // the sample misses the mass
         for (int64_t i = 0; i < vocab; ++i) row[i] = -0.01f;
-        for (int j = 0; j < sample; ++j) row[j * stride] = j % 100 == 0 ? 9.0f : 0.0f;
+        for (int j = 0; j < top_p_sample; ++j)
+          row[top_p_points.index(j)] = j % 100 == 0 ? 9.0f : 0.0f;
         break;
       case 2: std::fill(row, row + vocab, 1.5f); break;  // all equal
       case 3:                                              // a tie larger than the buffer at the top
@@ -999,8 +1003,8 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   const int ks[] = {1, 7, 50, 1000, 0};
   const float ps[] = {0.9f, 1.0f, 0.5f, 0.99f, 0.9f};
   std::vector<float> first_out;
-  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.sample_sigmas = 0\n",
-                             "filter.sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
+  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.top_p_sample_size = 32\nfilter.sample_sigmas = 0\n",
+                             "filter.sample_size = 0\nfilter.top_p_sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
                              "filter.split.min_segments = 0\n",
                              "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
                              "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 3\n",

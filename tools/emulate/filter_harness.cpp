@@ -12,8 +12,8 @@
 // DTYPE 1 / 2: bf16 / fp16 logits (rows made in fp32 and rounded), each row
 // checked against the reference of its widened values; MASK_VALUE: the mask
 // (a finite one is narrowed, by round to nearest even).
-// SAMPLE_SIZE / SAMPLE_SIGMAS: the sampled route's Config (filter.sample_size,
-// filter.sample_sigmas). EXPECT_ROUTES: fail unless some row took the
+// SAMPLE_SIZE / TOPP_SAMPLE_SIZE / SAMPLE_SIGMAS: the sampled route's Config
+// (filter.sample_size, filter.top_p_sample_size, filter.sample_sigmas). EXPECT_ROUTES: fail unless some row took the
 // sampled route and some row fell back from it to the exact one. IN_PLACE:
 // out is logits.
 // CANDIDATES=C: the candidate output with capacity C (row stride C + 3),
@@ -65,8 +65,15 @@ using namespace sgtopk;
 #ifndef DTYPE  // the logits' element type: abi.h's kFilterF32, kFilterBf16, kFilterF16
 #define DTYPE 0
 #endif
-#ifndef SAMPLE_SIZE  // filter.sample_size
-#define SAMPLE_SIZE 1024
+#ifndef SAMPLE_SIZE  // filter.sample_size; one key a thread with the outputs at 1024 threads, as the planner gives
+#if (defined(CANDIDATES) || defined(SAMPLE)) && THREADS >= 1024
+#define SAMPLE_SIZE THREADS
+#else
+#define SAMPLE_SIZE 2048
+#endif
+#endif
+#ifndef TOPP_SAMPLE_SIZE  // filter.top_p_sample_size
+#define TOPP_SAMPLE_SIZE (SAMPLE_SIZE < 1024 ? SAMPLE_SIZE : 1024)
 #endif
 #ifndef SAMPLE_SIGMAS  // filter.sample_sigmas
 #define SAMPLE_SIGMAS 4
@@ -82,6 +89,7 @@ struct Config {
   static constexpr int kThreads = THREADS;
   static constexpr int kDtype = DTYPE;
   static constexpr int kSampleSize = SAMPLE_SIZE;
+  static constexpr int kTopPSampleSize = TOPP_SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
   static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
 #if defined(CANDIDATES) || defined(SAMPLE)
@@ -157,10 +165,11 @@ std::vector<float> adversary(int which, int vocab, std::mt19937_64& rng) {
     }
     case 13:  // the sample misses the mass: its points at 0 (every 100th at 9), the rest just below 0
     case 14: {  // the sample holds the top: its points above every other key (top-k falls back)
-      const int n = Agent::sample_count(vocab);
+      const bool top_k = which == 14;  // top-k's sample (runs) or top-p alone's (single elements)
+      const FilterSamplePoints points = Agent::sample_points(vocab, top_k);
       for (float& x : row) x = which == 13 ? -0.01f : x;
-      for (int j = 0; j < n; ++j)
-        row[static_cast<size_t>(Agent::sample_index(vocab, j))] =
+      for (int j = 0; j < points.count; ++j)
+        row[static_cast<size_t>(points.index(j))] =
             which == 13 ? (j % 100 == 0 ? 9.0f : 0.0f) : 10.0f + 1e-3f * static_cast<float>(j % 1000);
       break;
     }

@@ -44,8 +44,9 @@
 // Rows of at most 2^23 tokens: a row's mass, each token at most 2^40 units,
 // stays below 2^64. The including source defines `Config`: kThreads,
 // kDtype (abi.h's kFilterF32, kFilterBf16, kFilterF16: the element type of
-// the logits and of the output, pitch in elements), kSampleSize (0: the
-// exact route only), kSampleSigmas (policy filter.sample_*), kLoadsInFlight
+// the logits and of the output, pitch in elements), kSampleSize and
+// kTopPSampleSize (top-k's sample and top-p alone's; 0: the exact route
+// only), kSampleSigmas (policy filter.sample_*), kLoadsInFlight
 // (filter.loads_in_flight: the 16-byte loads a thread issues before it
 // visits them in the sampled route's passes), kPrefetchAheadSteps (the
 // steps of those passes asked of L2 ahead; 0: none) and kOutputs (abi.h's
@@ -122,7 +123,8 @@ struct FilterRowAgent {
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
-  static constexpr int kSampleSize = Config::kSampleSize;
+  static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
+  static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
   // The candidate or sample output compiled in (abi.h's kFilterOut*).
   static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
@@ -961,9 +963,19 @@ struct FilterRowAgent {
     for (int j = threadIdx.x; j < body.vectors; j += kThreads) vectors[j] = v;
   }
 
-  // The sample: sample_count(len) elements at a fixed stride from element 0.
-  static SGTOPK_DEVICE int sample_count(int len) { return min_of(min_of(kSampleSize, kFilterCandidates), len); }
-  static SGTOPK_DEVICE int sample_index(int len, int n) { return n * (len / sample_count(len)); }
+  // The sample: top-k's in runs of one 32-byte sector (2^kSampleRunShift
+  // elements), top-p alone's one at a time, at a fixed stride from element 0
+  // (abi.h, filter_sample_points). Top-p alone keeps
+  // single elements and its own size: its window, chosen with one standard
+  // deviation of margin, missed more often with runs or a larger sample
+  // (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
+  static constexpr int kSampleRunShift = sizeof(Elem) == 4 ? 3 : 4;
+  static SGTOPK_DEVICE FilterSamplePoints sample_points(int len, bool top_k) {
+    const int count = min_of(min_of(top_k ? kSampleSize : kTopPSampleSize, kFilterCandidates), len);
+    return filter_sample_points(len, count, top_k ? kSampleRunShift : 0);
+  }
+  static constexpr int kLargerSample = kSampleSize > kTopPSampleSize ? kSampleSize : kTopPSampleSize;
+  static constexpr int kSamplePerThread = kLargerSample < kThreads ? 1 : (kLargerSample + kThreads - 1) / kThreads;
 
   // The keys of `c` at or above `key`, counted by the whole block.
   template <typename Source>
@@ -989,7 +1001,6 @@ struct FilterRowAgent {
 
   // The sample's threshold at a rank of at most 32 (top-k for k up to a
   // few thousand): pops of warp maxima (BlockRankedKey), no digit round.
-  static constexpr int kSamplePerThread = kSampleSize < kThreads ? 1 : (kSampleSize + kThreads - 1) / kThreads;
   typedef BlockRankedKey<kThreads, kSamplePerThread> SampleRank;
   // Not with the other outputs (at 64 registers a thread that spilled), nor
   // past 8 sample keys a thread (a lane sorts its keys in registers).
@@ -1009,20 +1020,32 @@ struct FilterRowAgent {
   // returns false: top_p_alone() sums and gathers by it.
   static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
                                     u32* window = nullptr) {
-    if (kSampleSize == 0) return false;
+    if ((top_k_on ? kSampleSize : kTopPSampleSize) == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
       return true;
     }
     if (top_k_on && k > kFilterCandidates) return false;
-    const int n = sample_count(row.len);
+    const int n = sample_points(row.len, top_k_on).count;
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
     u32 local_max = 0u;
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const u32 key = row.key(sample_index(row.len, i));
-      s.candidate_key[i] = key;
-      local_max = max_of(local_max, key);
+    // Loads a thread has in flight; one in the outputs' kernels and at 1024
+    // threads (64 registers), which spilled with more.
+    constexpr int kBatch = kMoreOutputs || kThreads >= 1024 ? 1 : kSamplePerThread < 8 ? kSamplePerThread : 8;
+    for (int base = static_cast<int>(threadIdx.x); base < n; base += kBatch * kThreads) {
+      u32 keys[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {  // every load in flight before the first store
+        const int i = base + j * kThreads;
+        keys[j] = i < n ? row.key(sample_points(row.len, top_k_on).index(i)) : 0u;  // recomputed: fewer registers live
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = base + j * kThreads;
+        if (i < n) s.candidate_key[i] = keys[j];
+        local_max = max_of(local_max, keys[j]);
+      }
     }
     atomicMax(&s.max_key, local_max);
     __syncthreads();
