@@ -45,14 +45,17 @@ def geomean(values):
 
 
 def summarize(doc):
-    """Counts and means of one result document (select runs)."""
-    runs = [r for r in doc.get("runs", []) if r.get("op", "select") == "select"]
+    """Counts and means of one result document (select runs, or bench_filter.py's filter runs:
+    their time is `ms`, their baseline the torch sort chain's `torch_sort_ms`)."""
+    runs = [r for r in doc.get("runs", []) if r.get("op", "select") in ("select", "filter")]
     considered = [r for r in runs if not r.get("skipped")]
-    timed = [r for r in considered if r.get("exact") and r.get("time_ms") is not None]
+    timed = [r for r in considered if r.get("exact") and (r.get("time_ms") if "time_ms" in r else r.get("ms")) is not None]
     errors = [r for r in considered if r.get("error")]
     inexact = [r for r in considered if r.get("exact") is False]
     ratios = [r.get("ratio") for r in timed]
-    speedups = [r.get("speedup_vs_torch") for r in timed if r.get("speedup_vs_torch")]
+    speedups = [r.get("speedup_vs_torch") or (r["torch_sort_ms"] / r["ms"] if r.get("torch_sort_ms") else None)
+                for r in timed]
+    speedups = [x for x in speedups if x]
     by_scores = {}
     for r in timed:
         by_scores.setdefault(r.get("scores", "?"), []).append(r.get("ratio"))
