@@ -52,7 +52,7 @@ def _records(directory):
             other["filter" + (" (%s)" % tag if tag else "")] = (path, doc)  # one row per record: fp32, 16-bit
         elif not doc.get("policy_toml") and not doc.get("family_forced"):
             if tag and workload in other and not other[workload][1].get("tag"):
-                continue  # the untagged record stands for its workload (e.g. filter over filter [top-p-alone])
+                continue  # the untagged record stands for its workload
             other[workload] = (path, doc)
     return planner, direct, other
 
