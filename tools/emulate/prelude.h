@@ -19,6 +19,7 @@ inline EmuDim gridDim{1};
 inline EmuDim blockDim{1};  // set by the harness with its barrier
 #define __device__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 alignas(16) inline unsigned char emu_shared[1 << 20];
 struct EmuWarp { std::barrier<> bar{32}; unsigned long long buf[32]; };
 struct EmuCluster;

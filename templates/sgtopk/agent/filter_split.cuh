@@ -324,13 +324,21 @@ struct FilterSplitAgent {
     finish_window(s, p, r, rec, count, max_key, window, sums);
   }
 
+  // The index of the t-th copy of b among the n buffered candidates
+  // (filter_row's last_kept_copy), out of line: inlined into finish_window
+  // it spilled 8 bytes at 64 registers.
+  static SGTOPK_DEVICE_OUT_OF_LINE u32 window_last_copy(Shared& s, u32 b, u32 t, int n) {
+    return RowAgent::last_kept_copy(s, b, t, n);
+  }
+
   // The finisher of a top-p-alone row: `count` window keys in the record
   // (counted past its capacity), max_key the row's largest unscaled key,
   // sums the segments' masses (Z, and above the window). Where the target
   // lies in the window, the mass rounds over the record's keys (filter_row's
-  // window_boundary); else top_p_alone's histogram pass over the row. Then, out of place where the window decided and the boundary's
-  // every copy is kept, mask_value over the window keys below the boundary
-  // (the segments wrote the rest); else the whole row.
+  // window_boundary); else top_p_alone's histogram pass over the row. Then,
+  // out of place where the window decided, mask_value over the window's
+  // keys it drops (the segments wrote the rest; where copies of the boundary
+  // are dropped, through the candidate buffer, by index); else the whole row.
   static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
                                           u32 max_key, u32 window, const WindowSums& sums) {
     const RowTask task = RowAgent::row_task(p, r);
@@ -353,9 +361,24 @@ struct FilterSplitAgent {
     Elem* out = RowAgent::output_row(p, r);
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && every_copy && windowed) {
+    if (p.out != p.logits && windowed && (every_copy || count <= static_cast<u32>(kFilterCandidates))) {
+      u32 last = 0xffffffffu;  // the last kept copy of b by index
+      if (!every_copy) {
+        // Some copies of b dropped (16-bit logits tie often): b lies in the
+        // window, so the record holds every copy with its index; the t-th
+        // is found in the candidate buffer, not by this one CTA writing
+        // the whole row.
+        __syncthreads();  // the window's keys in shared memory are read
+        for_each_record_key<true>(rec, count, [&](u32 i, u32 key, u32 index) {
+          s.candidate_key[i] = RowAgent::scaled_key(row, key);
+          s.candidate_index[i] = index;
+        });
+        __syncthreads();
+        last = window_last_copy(s, b, t, static_cast<int>(count));
+      }
       for_each_record_key<true>(rec, count, [&](u32, u32 key, u32 index) {
-        if (RowAgent::scaled_key(row, key) < b) out[index] = mask_value;
+        const u32 scaled = RowAgent::scaled_key(row, key);
+        if (scaled < b || (scaled == b && (t == 0u || index > last))) out[index] = mask_value;
       });
     } else if (every_copy) {
       RowAgent::write_at_or_above(row, out, b, mask_value);

@@ -8,6 +8,9 @@
 namespace sgtopk {
 
 #define SGTOPK_DEVICE __device__ __forceinline__
+// A device function kept out of line: for a rarely taken path whose inlined
+// copy would push a kernel past its register bound (a call, not a spill).
+#define SGTOPK_DEVICE_OUT_OF_LINE __device__ __noinline__
 
 template <bool kEnabled>
 SGTOPK_DEVICE void count_route(unsigned long long* stats, int slot, unsigned long long amount = 1ull) {
