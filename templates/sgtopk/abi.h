@@ -229,6 +229,7 @@ struct FilterRowShared {
   union {
     u32 mass_words[2][1 << kFilterDigitBits];  // a digit's mass: its low words, then its high words (add_mass)
     u64 mass[1 << kFilterDigitBits];           // or the two joined (finish_mass, at 1024 threads)
+    float approx_mass[1 << kFilterDigitBits];  // or top-p alone's approximate mass a digit (histogram_pass)
   };
   u32 count[1 << kFilterDigitBits];
   u64 scratch[36];  // a block scan's 33 words and a digit search's answer
@@ -243,12 +244,15 @@ struct FilterRowShared {
 // arrival counter, their candidates' count (past the capacity too) and the
 // row's largest unscaled key, restored by the row's finisher (the last
 // segment to arrive) so that the next launch starts from zero; then the
-// candidates' unscaled keys and row indices, kFilterSplitRecordKeys of each.
+// candidates' unscaled keys and row indices, kFilterSplitRecordKeys of each;
+// then, for top-p alone, the segments' histogram of the row's first digits
+// (counts, then approximate masses: FilterRowAgent::histogram_pass), which
+// the first launch's finisher reads and clears.
 struct FilterSplitRowHeader {
   u32 arrived;     // segments that have published their candidates (in each launch)
   u32 candidates;  // keys at or above the row's threshold, every segment (counted past the capacity)
-  u32 max_key;     // the row's largest unscaled key (an atomic max over the segments)
-  u32 window;      // top-p alone: the sample's window of first digits, for the second launch (0: the first decided the row)
+  u32 max_key;     // the row's largest unscaled key (top-p alone: scaled), an atomic max over the segments
+  u32 window;      // top-p alone: the histogram's window of first digits, for the second launch (0: the first decided the row)
   u64 mass[2];     // top-p alone, the second launch's sums: Z, and above the window
   u64 unused[4];
 };
@@ -259,7 +263,8 @@ static_assert(sizeof(FilterSplitRowHeader) == kFilterSplitRowHeaderBytes, "the r
 // more than kFilterCandidates keys without writing the row.
 constexpr int kFilterSplitRecordKeys = 2 * kFilterCandidates;
 SGTOPK_ABI_FN unsigned long long filter_split_row_bytes() {
-  return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterSplitRecordKeys);
+  return kFilterSplitRowHeaderBytes + 8ull * static_cast<unsigned long long>(kFilterSplitRecordKeys) +
+         8ull * (1ull << kFilterDigitBits);
 }
 
 // The filter's sample of `count` from a row of `len` (len past count): runs

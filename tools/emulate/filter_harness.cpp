@@ -363,6 +363,10 @@ int main(int argc, char** argv) {
     std::memcpy(&h, workspace.data() + static_cast<size_t>(r) * filter_split_row_bytes(), sizeof h);
     bool sums = false;
     for (const auto m : h.mass) sums |= m != 0u;
+    // Top-p alone's histogram, after the keys and indices: restored too.
+    const unsigned char* histogram = workspace.data() + static_cast<size_t>(r) * filter_split_row_bytes() +
+                                     kFilterSplitRowHeaderBytes + 8u * kFilterSplitRecordKeys;
+    for (size_t i = 0; i < 8u << kFilterDigitBits; ++i) sums |= histogram[i] != 0u;
     if (h.arrived || h.candidates || h.max_key || h.window || sums) {
       std::printf("BAD: row %d's split record was not restored\n", r);
       return 1;

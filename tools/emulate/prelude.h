@@ -4,6 +4,7 @@
 // the worst divergence the CUDA model allows.
 #pragma once
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,13 @@ inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 inline unsigned short emu_f16_bits(float x) { _Float16 h = (_Float16)x; unsigned short b; std::memcpy(&b, &h, 2); return b; }
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline float atomicAdd(float* p, float v) {
+  unsigned* bits = reinterpret_cast<unsigned*>(p);
+  unsigned old = __atomic_load_n(bits, __ATOMIC_SEQ_CST);
+  while (!__atomic_compare_exchange_n(bits, &old, __float_as_uint(__uint_as_float(old) + v), false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST)) {}
+  return __uint_as_float(old);
+}
 inline unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicMax(unsigned* p, unsigned v) {
   unsigned old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
@@ -134,6 +142,7 @@ inline void prefetch_l2_bulk(const void* p, unsigned bytes) {
 inline unsigned atomic_add_acq_rel(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+inline float approx_exp(float x) { return std::exp(x); }
 inline unsigned cluster_rank() { return emu_cta->rank; }
 inline void cluster_sync() { emu_cta->cluster->bar->arrive_and_wait(); }
 // The same offset in the shared memory of the cluster's CTA `rank`; an

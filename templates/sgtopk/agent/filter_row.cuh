@@ -659,8 +659,8 @@ struct FilterRowAgent {
   }
 
   // Top-p alone (every key survives), after the pass that found max_key.
-  // With a window (first digits low..high the sample chose, packed by
-  // pack_window; 0: none), one pass sums every key's mass in registers (Z,
+  // With a window (first digits low..high, window_from_histogram's, packed
+  // by pack_window; 0: none), one pass sums every key's mass in registers (Z,
   // and the mass above the window) and gathers the window's keys into the
   // candidate buffer's keys and indices, read as one window of
   // keys (not in the kernels with the candidate or sample output, whose
@@ -798,36 +798,89 @@ struct FilterRowAgent {
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
   }
 
-  // The window for top-p alone from the sample (`n` keys of a row of `len`)
-  // and its boundary key `at`: at's first digit, then its upper and its
-  // lower neighbour while the row's keys in the window, predicted from the
-  // sample's with kWindowSigmas of margin, fit kWindowKeys. One standard
-  // deviation, not the gather's kSampleSigmas: a window a digit narrower
-  // misses the boundary more often, and a miss costs a pass as an overflow does.
-  static constexpr float kWindowSigmas = 1.0f;
-  template <typename Sample>
-  static SGTOPK_DEVICE u32 choose_window(const Sample& sample, u32 at, int len) {
-    const u32 centre = at >> 21;
-    const u32 up = min_of(centre + 1u, static_cast<u32>(kDigits - 1)), down = centre == 0u ? 0u : centre - 1u;
-    u32 in_centre = 0, in_up = 0, in_down = 0;
-    for (int base = 0; base < sample.len; base += kThreads) {
-      const int i = base + static_cast<int>(threadIdx.x);
-      const u32 d = i < sample.len ? sample.key(i) >> 21 : 0xffffffffu;
-      in_centre += static_cast<u32>(__syncthreads_count(d == centre));
-      in_up += static_cast<u32>(__syncthreads_count(d == up && up != centre));
-      in_down += static_cast<u32>(__syncthreads_count(d == down && down != centre));
+  // ---- top-p alone's window from a histogram, not a sample: a sample of
+  // 1024 misses the row's largest logits, whose mass dominates a peaked
+  // row, so its top-p boundary lay digits below the row's at vocab 262208.
+  // One pass counts every key by its first digit and sums an approximate
+  // mass a digit, relative to the digit's own largest value (no reference
+  // is needed before the row's largest key is known); weighed against the
+  // top digit's, these masses name the digit where the mass reaches p, and
+  // the exact counts which neighbours fit the window. Speed only: the
+  // window pass checks the window with exact masses.
+  static SGTOPK_DEVICE float digit_top(u32 d) { return float_from_ordered_key((d << 21) | 0x1fffffu); }
+  static SGTOPK_DEVICE float approx_mass(float x, u32 d) {
+    const float e = x - digit_top(d);
+    return e <= 0.0f ? hw::approx_exp(e) : 0.0f;  // not for infinities and NaN (e is NaN): the exact masses see to them
+  }
+  // Clears the histogram and the largest key, after a barrier.
+  static SGTOPK_DEVICE void clear_histogram(Shared& s) {
+    __syncthreads();  // earlier readers of the bins are done
+    for (int i = threadIdx.x; i < kDigits; i += kThreads) {
+      s.count[i] = 0u;
+      s.approx_mass[i] = 0.0f;
     }
-    auto fits = [&](u32 count) {
-      const float keys = (count + kWindowSigmas * sqrtf(count + 1.0f) + 1.0f) * len / sample.len;
-      return keys <= kWindowKeys;
-    };
-    u32 low = centre, high = centre, count = in_centre;
-    if (up != centre && fits(count + in_up)) {
-      high = up;
-      count += in_up;
+    if (threadIdx.x == 0) s.max_key = 0u;
+    __syncthreads();
+  }
+  // One pass over `row` (the row, or a segment of it): its largest key
+  // into s.max_key, each first digit's count into s.count and approximate
+  // mass into s.approx_mass (cleared before by clear_histogram).
+  template <typename Source>
+  static SGTOPK_DEVICE void histogram_pass(Shared& s, const Source& row) {
+    u32 local_max = 0u;
+    for_each_key(row, [&](float x, u32 key, int) {
+      const u32 d = key >> 21;
+      local_max = max_of(local_max, key);
+      atomicAdd(&s.count[d], 1u);
+      atomicAdd(&s.approx_mass[d], approx_mass(x, d));
+    });
+    atomicMax(&s.max_key, local_max);
+    __syncthreads();
+  }
+  // The approximate masses as scan_digits reads them: relative to the
+  // largest key's digit, in units of 2^-32 (a bin holds at most its count,
+  // < 2^23, of the top digit's largest value).
+  struct ApproxBins {
+    const Shared* s;
+    float top;
+    SGTOPK_DEVICE u64 operator[](int d) const {
+      const float w = s->approx_mass[d] * hw::approx_exp(digit_top(static_cast<u32>(d)) - top);
+      return w > 0.0f ? static_cast<u64>(w * 4294967296.0f) : 0u;  // not NaN
     }
-    if (down != centre && fits(count + in_down)) low = down;
+  };
+  // The window (pack_window) from histogram_pass's bins and the row's
+  // largest key: the digit where the approximate mass from the top reaches
+  // p, with its upper and then its lower neighbour while the window's keys
+  // fit kWindowKeys; 0 where that digit's alone do not.
+  static SGTOPK_DEVICE u32 window_from_histogram(Shared& s, float top_p, u32 max_key) {
+    const ApproxBins bins{&s, digit_top(max_key >> 21)};
+    u64 owned = 0, total = 0;
+    for (int d = threadIdx.x; d < kDigits; d += kThreads) owned += bins[d];
+    block_exclusive_sum<kThreads, u64>(owned, s.scratch, &total);
+    __syncthreads();  // every thread has read the total: scan_digits reuses the scratch
+    const u32 centre = total == 0u ? max_key >> 21 : scan_digits(bins, mass_target(top_p, total), s.scratch).digit;
+    const u32 up = centre + 1u < static_cast<u32>(kDigits) ? s.count[centre + 1u] : kNotKept;
+    const u32 down = centre > 0u ? s.count[centre - 1u] : kNotKept;
+    u32 count = s.count[centre];
+    __syncthreads();  // every thread has read the counts: the caller's next pass may clear them
+    constexpr u32 kFits = static_cast<u32>(kWindowKeys);
+    if (count > kFits) return 0u;
+    u32 low = centre, high = centre;
+    if (up <= kFits - count) {
+      high = centre + 1u;
+      count += up;
+    }
+    if (down <= kFits - count) low = centre - 1u;
     return pack_window(low, high);
+  }
+
+  // The exact route's first pass for top-p alone: the histogram, then its
+  // window; the row's largest key in s.max_key. Out of line, the row by
+  // value: inlined into the kernels at 64 registers a thread, it spilled.
+  static SGTOPK_DEVICE_OUT_OF_LINE u32 histogram_window(Shared& s, Row row, float top_p) {
+    clear_histogram(s);
+    histogram_pass(s, row);
+    return window_from_histogram(s, top_p, s.max_key);
   }
 
   // ---- the sampled route: a strided sample proposes a key threshold tau;
@@ -965,10 +1018,8 @@ struct FilterRowAgent {
 
   // The sample: top-k's in runs of one 32-byte sector (2^kSampleRunShift
   // elements), top-p alone's one at a time, at a fixed stride from element 0
-  // (abi.h, filter_sample_points). Top-p alone keeps
-  // single elements and its own size: its window, chosen with one standard
-  // deviation of margin, missed more often with runs or a larger sample
-  // (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
+  // (abi.h, filter_sample_points). Top-p alone keeps single elements and
+  // its own size (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
   static constexpr int kSampleRunShift = sizeof(Elem) == 4 ? 3 : 4;
   static SGTOPK_DEVICE FilterSamplePoints sample_points(int len, bool top_k) {
     const int count = min_of(min_of(top_k ? kSampleSize : kTopPSampleSize, kFilterCandidates), len);
@@ -1015,11 +1066,8 @@ struct FilterRowAgent {
   // count goes up by kSampleSigmas standard deviations (and one), so that
   // the row holds fewer keys above tau than the route needs only rarely; tau
   // is the sample key of that rank. Speed only: the gather checks what the
-  // decisions need. For top-p alone, *window (where given) is the window
-  // around the sample's own boundary key (choose_window), even where this
-  // returns false: top_p_alone() sums and gathers by it.
-  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
-                                    u32* window = nullptr) {
+  // decisions need.
+  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau) {
     if ((top_k_on ? kSampleSize : kTopPSampleSize) == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
@@ -1062,7 +1110,6 @@ struct FilterRowAgent {
         const u32 at =
             boundary<true>(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
-        if (window) *window = choose_window(sample, at, row.len);
       }
     }
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
@@ -1526,9 +1573,8 @@ struct FilterRowAgent {
       return;
     }
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-    u32 tau = 0u, window = 0u;
-    // No window with the candidate or sample output (registers: see top_p_alone).
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
+    u32 tau = 0u;
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1583,7 +1629,15 @@ struct FilterRowAgent {
         if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
       }
     } else {  // top-p alone
-      max_key = largest_key(s, row);  // the first of the order
+      // The first of the order; and the window from the histogram (not
+      // with the candidate or sample output: registers, see top_p_alone).
+      u32 window = 0u;
+      if constexpr (kMoreOutputs) {
+        max_key = largest_key(s, row);
+      } else {
+        window = histogram_window(s, row, top_p);
+        max_key = s.max_key;
+      }
       top_p_alone(s, row, top_p, max_key, b, t, &copies, window);
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask

@@ -19,19 +19,20 @@
 //             filter_row's exact route over the row alone.
 //
 // Top-p alone (in the mask-only kernels, whose plans make two launches):
-// the sample's own top-p boundary names a window of first digits
-// (filter_row's choose_window, the record's `window`); in the first launch
-// each segment appends the keys in them, with their indices, to the record,
-// folds its largest key into the record's and, out of place, writes the
-// logit's bits at or above the window and mask_value below. Masses need the
-// row's largest key, known only once every segment has read its part: in
-// the second launch each segment sums the masses of its part (Z, and above
-// the window) into the record, and the last to arrive runs the mass
-// rounds over the record's keys (filter_row's window_boundary), then masks
-// the window's keys it drops. Where the boundary lies outside the window or
-// the record overflowed, it runs filter_row's top_p_alone over the row and
-// writes the row. No CTA weighs the whole row on the usual path: a pass of
-// one CTA over 128K logits costs 20 to 30 us
+// in the first launch each segment adds its histogram of first digits
+// (counts and approximate masses, filter_row's histogram_pass) to the
+// record's and folds its largest key into the record's; the last to arrive
+// names the window of first digits that holds the top-p boundary
+// (window_from_histogram, the record's `window`). Exact masses need the
+// row's largest key, known only then: in the second launch each segment
+// sums the masses of its part (Z, and above the window) into the record,
+// appends the window's keys with their indices and, out of place, writes
+// the logit's bits at or above the window and mask_value below; the last
+// to arrive runs the mass rounds over the record's keys (filter_row's
+// window_boundary), then masks the window's keys it drops. Where no window
+// fits, the boundary lies outside it or the record overflowed, one CTA
+// filters the row (filter_row's exact route). No CTA weighs the whole row
+// on the usual path: a pass of one CTA over 128K logits costs 20 to 30 us
 // (docs/decisions/2026-12-04-filter-top-p-sample-window.md).
 //
 // Rows the split does not serve (no filter; k past the candidate buffer; a
@@ -55,9 +56,11 @@ struct FilterSplitAgent {
   typedef typename RowAgent::Row Row;
   typedef typename RowAgent::Elem Elem;
   typedef typename RowAgent::RowTask RowTask;
+  typedef typename RowAgent::WindowSums WindowSums;  // the segments' sums (FilterSplitRowHeader::mass)
   static constexpr int kThreads = Config::kThreads;
   static constexpr int kSegments = Config::kSegments;
   static constexpr int kPerVector = RowAgent::kPerVector;
+  static constexpr int kDigits = RowAgent::kDigits;
   static constexpr unsigned kSharedBytes = RowAgent::kSharedBytes;
   static_assert(kSegments >= 1, "a split plan has segments");
   static_assert(kFilterSplitRecordKeys == RowAgent::kWindowKeys, "a record holds a whole top-p window (abi.h)");
@@ -65,13 +68,17 @@ struct FilterSplitAgent {
   // Row r's record in the workspace.
   struct Record {
     FilterSplitRowHeader* header;
-    u32* keys;     // kFilterSplitRecordKeys unscaled keys
-    u32* indices;  // their row indices
+    u32* keys;              // kFilterSplitRecordKeys unscaled keys
+    u32* indices;           // their row indices
+    u32* histogram_count;   // top-p alone: the row's keys a first digit (kDigits)
+    float* histogram_mass;  // and their approximate mass (histogram_pass)
   };
   static SGTOPK_DEVICE Record record(void* workspace, int r) {
     unsigned char* base = static_cast<unsigned char*>(workspace) + static_cast<u64>(r) * filter_split_row_bytes();
     u32* keys = reinterpret_cast<u32*>(base + kFilterSplitRowHeaderBytes);
-    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterSplitRecordKeys};
+    u32* histogram = keys + 2 * kFilterSplitRecordKeys;
+    return Record{reinterpret_cast<FilterSplitRowHeader*>(base), keys, keys + kFilterSplitRecordKeys, histogram,
+                  reinterpret_cast<float*>(histogram + kDigits)};
   }
 
   // Elements per segment, a multiple of 64 so that every segment starts on
@@ -86,9 +93,12 @@ struct FilterSplitAgent {
   // its capacity), the segment's largest unscaled key into s.max_key; with
   // `out` (out of place), the segment's mask: the logit's bits at or above
   // threshold, else mask_value, in 16-byte stores where out shares the
-  // logits' alignment. Returns the count.
+  // logits' alignment; with kWeigh, the masses relative to `top` (scaled)
+  // of the segment's keys and of those above highest, into *sums (this
+  // thread's). Returns the count.
+  template <bool kWeigh = false>
   static SGTOPK_DEVICE u32 collect(Shared& s, const Row& row, int begin, int end, u32 threshold, u32 highest, Elem* out,
-                                   Elem mask_value) {
+                                   Elem mask_value, float top = 0.0f, WindowSums* sums = nullptr) {
     if (threadIdx.x == 0) {
       s.max_key = 0u;
       s.candidates = 0u;
@@ -105,6 +115,11 @@ struct FilterSplitAgent {
       for (int u = 0; u < kPerVector; ++u) {
         const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
         if ((valid >> u) & 1u) {
+          if constexpr (kWeigh) {
+            const u64 m = RowAgent::mass_of(row.scale(RowAgent::element(words, u)), top);
+            sums->z += m;
+            if (key > highest) sums->above += m;
+          }
           local_max = max_of(local_max, key);
           if (key >= threshold) at_or_above |= 1u << u;
           if (key >= threshold && key <= highest) take |= 1u << u;
@@ -133,7 +148,9 @@ struct FilterSplitAgent {
       }
       RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
     };
-    RowAgent::stream_row(segment, end - begin, visit);
+    // Weighing, half the loads in flight: at 64 registers a thread, all of them spilled.
+    constexpr int kLoads = kWeigh && RowAgent::kLoadsInFlight > 1 ? RowAgent::kLoadsInFlight / 2 : RowAgent::kLoadsInFlight;
+    RowAgent::template stream_row<kLoads>(segment, end - begin, visit);
     local_max = warp_max(local_max);
     if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
     __syncthreads();
@@ -193,17 +210,25 @@ struct FilterSplitAgent {
 
   // Publishes the segment's `count` candidates and its largest key (in
   // s.max_key) in the row's record and arrives; true on the row's finisher,
-  // which then holds the row's count and largest unscaled key in
-  // s.scratch[1] and [2] and has restored the header.
-  // `keep` (the first launch of a top-p-alone row): the finisher restores
-  // only the arrival counter, the second launch reads the rest.
-  static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count, bool keep = false) {
+  // which then holds the row's count and largest key in s.scratch[1] and
+  // [2] and has restored the header.
+  // With `sums` (the second launch of a top-p-alone row, the segment's
+  // masses), they are added to the record's instead of the largest key
+  // (the first launch's, scaled), and the finisher holds the row's in
+  // s.scratch[3] and [4].
+  static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count, const WindowSums* sums = nullptr) {
     // A segment past its own buffer adds more than the record holds, so the
     // row's count tells the finisher that keys are missing.
     const u32 added = count > static_cast<u32>(kFilterCandidates) ? kFilterSplitRecordKeys + 1u : count;
     if (threadIdx.x == 0) {
       s.scratch[0] = added != 0u ? atomicAdd(&rec.header->candidates, added) : 0u;
-      atomicMax(&rec.header->max_key, s.max_key);
+      if (sums == nullptr) {
+        atomicMax(&rec.header->max_key, s.max_key);
+      } else {
+        unsigned long long* mass = reinterpret_cast<unsigned long long*>(rec.header->mass);
+        if (sums->z != 0u) atomicAdd(mass, sums->z);
+        if (sums->above != 0u) atomicAdd(mass + 1, sums->above);
+      }
     }
     __syncthreads();
     const u32 base = static_cast<u32>(s.scratch[0]);
@@ -213,7 +238,7 @@ struct FilterSplitAgent {
       rec.indices[base + i] = s.candidate_index[i];
     }
     __syncthreads();  // every thread's candidates (and out-of-place mask) precede thread 0's release
-    if (threadIdx.x == 0) arrive(s, rec, keep, false);
+    if (threadIdx.x == 0) arrive(s, rec, false, sums != nullptr);
     __syncthreads();
     return s.scratch[0] != 0u;
   }
@@ -259,69 +284,98 @@ struct FilterSplitAgent {
     return true;
   }
 
-  // Top-p alone on segment `segment` of row r, the first launch: the
-  // window's keys (`window`, from the sample) into the record with the
-  // segment's largest key, the window for the second launch, the segment's
-  // mask out of place.
-  static SGTOPK_DEVICE void top_p_window(Shared& s, const FilterParams& p, int r, int segment, const Row& row,
-                                         u32 window) {
-    const typename RowAgent::WindowDigits digits = RowAgent::window_digits(window);
-    // The window in unscaled keys (scaling is monotone): [lowest, highest].
-    const u32 lowest = RowAgent::unscaled_threshold(row, digits.low << 21);
-    const u32 above = digits.high + 1u >= static_cast<u32>(RowAgent::kDigits)
-                          ? 0xffffffffu
-                          : RowAgent::unscaled_threshold(row, (digits.high + 1u) << 21);
-    const u32 highest = above == 0xffffffffu ? 0xffffffffu : above - 1u;
-    const int len = row.len, width = segment_width(len);
-    const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
-    Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
-    const Record rec = record(p.workspace, r);
-    const u32 count = collect(s, row, begin, end, lowest, highest, out, RowAgent::Logit::narrow(p.mask_value));
-    if (threadIdx.x == 0) rec.header->window = window;  // every segment stores the same window
-    publish(s, rec, count, true);
+  // The segment [begin, end) of a row of len elements.
+  static SGTOPK_DEVICE int segment_begin(int len, int segment) { return min_of(len, segment * segment_width(len)); }
+  static SGTOPK_DEVICE int segment_end(int len, int segment) {
+    return min_of(len, segment_begin(len, segment) + segment_width(len));
   }
 
-  typedef typename RowAgent::WindowSums WindowSums;  // the segments' sums (FilterSplitRowHeader::mass)
+  // Top-p alone, the first launch, on segment `segment` of row r: the
+  // segment's histogram (filter_row's histogram_pass) added to the
+  // record's, its largest (scaled) key folded into the record's. The last
+  // segment to arrive reads and clears the record's histogram and stores
+  // the window for the second launch (window_from_histogram); where none
+  // fits, it returns true: it filters the row itself (filter_row's exact
+  // route). Out of line, its arguments by value: inlined into run, at 64
+  // registers a thread, it spilled.
+  static SGTOPK_DEVICE_OUT_OF_LINE bool weigh_histogram(Shared& s, void* workspace, int r, int segment, Row row,
+                                                        float top_p) {
+    const int begin = segment_begin(row.len, segment), end = segment_end(row.len, segment);
+    const Record rec = record(workspace, r);
+    RowAgent::clear_histogram(s);
+    RowAgent::histogram_pass(s, Row{row.logits + begin, end - begin, row.inverse, row.scales});
+    for (int d = threadIdx.x; d < kDigits; d += kThreads) {
+      const u32 n = s.count[d];
+      if (n != 0u) {
+        atomicAdd(rec.histogram_count + d, n);
+        atomicAdd(rec.histogram_mass + d, s.approx_mass[d]);
+      }
+    }
+    __syncthreads();  // every thread's additions precede thread 0's release
+    if (threadIdx.x == 0) {
+      atomicMax(&rec.header->max_key, s.max_key);
+      arrive(s, rec, true, false);
+    }
+    __syncthreads();
+    if (s.scratch[0] == 0u) return false;
+    const u32 max_key = static_cast<u32>(s.scratch[2]);
+    for (int d = threadIdx.x; d < kDigits; d += kThreads) {  // the row's histogram; the record's restored
+      s.count[d] = hw::load_l2(rec.histogram_count + d);
+      s.approx_mass[d] = hw::load_l2(rec.histogram_mass + d);
+      rec.histogram_count[d] = 0u;
+      rec.histogram_mass[d] = 0.0f;
+    }
+    __syncthreads();
+    const u32 window = RowAgent::window_from_histogram(s, top_p, max_key);
+    if (threadIdx.x == 0) {
+      if (window != 0u) rec.header->window = window;
+      else rec.header->max_key = 0u;  // the header restored: the second launch passes the row by
+    }
+    __syncthreads();  // every thread has read the bins
+    return window == 0u;
+  }
+
+  // collect() weighing, its sums in s.mass[0] and [1]. Out of line (its
+  // arguments by value): inlined, at 64 registers a thread, it spilled.
+  static SGTOPK_DEVICE_OUT_OF_LINE u32 collect_weighing(Shared& s, Row row, int begin, int end, u32 threshold, u32 highest,
+                                                        Elem* out, Elem mask_value, float top) {
+    if (threadIdx.x < 2) s.mass[threadIdx.x] = 0u;  // collect's first barrier orders this before the sums
+    WindowSums mine{0u, 0u};
+    const u32 count = collect<true>(s, row, begin, end, threshold, highest, out, mask_value, top, &mine);
+    add_block_sum(&s.mass[0], mine.z);
+    add_block_sum(&s.mass[1], mine.above);
+    __syncthreads();
+    return count;
+  }
 
   // Top-p alone, the second launch, on segment `segment` of row r (rows
   // with a window only): the masses of the segment's logits relative to the
-  // row's largest key, summed (Z, and above the window) into the
-  // record; the last segment to arrive decides (finish_window) and restores
-  // the record.
+  // row's largest key (Z, and above the window) into the record, the
+  // window's keys with their indices, out of place the segment's mask; the
+  // last segment to arrive decides (finish_window) and restores the record.
   static SGTOPK_DEVICE void weigh_window(Shared& s, const FilterParams& p, int r, int segment) {
     const Record rec = record(p.workspace, r);
     const u32 window = rec.header->window;  // the first launch's: a kernel boundary before
     if (window == 0u) return;
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
-    const float top = float_from_ordered_key(RowAgent::scaled_key(row, rec.header->max_key));
+    const float top = float_from_ordered_key(rec.header->max_key);  // scaled
     const typename RowAgent::WindowDigits digits = RowAgent::window_digits(window);
-    const int len = row.len, width = segment_width(len);
-    const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
-    const Row part{row.logits + begin, end - begin, row.inverse, row.scales};
-    if (threadIdx.x < 2) s.mass[threadIdx.x] = 0u;
-    __syncthreads();
-    u64 z = 0, above = 0;
-    RowAgent::for_each_key(part, [&](float x, u32 key, int) {
-      const u64 m = RowAgent::mass_of(x, top);
-      z += m;
-      if ((key >> 21) > digits.high) above += m;
-    });
-    add_block_sum(&s.mass[0], z);
-    add_block_sum(&s.mass[1], above);
-    __syncthreads();
-    if (threadIdx.x < 2) {
-      const u64 sum = s.mass[threadIdx.x];
-      if (sum != 0u) atomicAdd(reinterpret_cast<unsigned long long*>(&rec.header->mass[threadIdx.x]), sum);
-    }
-    __syncthreads();  // every thread's sums precede thread 0's release
-    if (threadIdx.x == 0) arrive(s, rec, false, true);
-    __syncthreads();
-    if (s.scratch[0] == 0u) return;
-    const WindowSums sums{s.scratch[3], s.scratch[4]};
-    const u32 count = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
+    // The window in unscaled keys (scaling is monotone): [lowest, highest].
+    const u32 lowest = RowAgent::unscaled_threshold(row, digits.low << 21);
+    const u32 above = digits.high + 1u >= static_cast<u32>(kDigits)
+                          ? 0xffffffffu
+                          : RowAgent::unscaled_threshold(row, (digits.high + 1u) << 21);
+    const u32 highest = above == 0xffffffffu ? 0xffffffffu : above - 1u;
+    const int begin = segment_begin(row.len, segment), end = segment_end(row.len, segment);
+    Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
+    const u32 count = collect_weighing(s, row, begin, end, lowest, highest, out, RowAgent::Logit::narrow(p.mask_value), top);
+    const WindowSums sums{s.mass[0], s.mass[1]};
+    if (!publish(s, rec, count, &sums)) return;
+    const WindowSums row_sums{s.scratch[3], s.scratch[4]};
+    const u32 total = static_cast<u32>(s.scratch[1]), max_key = static_cast<u32>(s.scratch[2]);
     __syncthreads();  // every thread has read scratch
-    finish_window(s, p, r, rec, count, max_key, window, sums);
+    finish_window(s, p, r, rec, total, max_key, window, row_sums);
   }
 
   // The index of the t-th copy of b among the n buffered candidates
@@ -332,18 +386,21 @@ struct FilterSplitAgent {
   }
 
   // The finisher of a top-p-alone row: `count` window keys in the record
-  // (counted past its capacity), max_key the row's largest unscaled key,
+  // (counted past its capacity), max_key the row's largest (scaled) key,
   // sums the segments' masses (Z, and above the window). Where the target
   // lies in the window, the mass rounds over the record's keys (filter_row's
   // window_boundary); else top_p_alone's histogram pass over the row. Then,
   // out of place where the window decided, mask_value over the window's
   // keys it drops (the segments wrote the rest; where copies of the boundary
   // are dropped, through the candidate buffer, by index); else the whole row.
-  static SGTOPK_DEVICE void finish_window(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count,
-                                          u32 max_key, u32 window, const WindowSums& sums) {
+  // Out of line, its arguments by value (p is the kernel's
+  // __grid_constant__ parameter: no copy); inlined into run, at 64
+  // registers a thread, the 16-bit kernels spilled.
+  static SGTOPK_DEVICE_OUT_OF_LINE void finish_window(Shared& s, const FilterParams& p, int r, Record rec, u32 count,
+                                                      u32 max_key, u32 window, WindowSums sums) {
     const RowTask task = RowAgent::row_task(p, r);
     const Row& row = task.row;
-    const u32 top_key = RowAgent::scaled_key(row, max_key);
+    const u32 top_key = max_key;
     u32 b = top_key, t = 1u, copies = 0xffffffffu;
     bool windowed = false;
     if (count <= static_cast<u32>(kFilterSplitRecordKeys)) {  // else the histogram pass
@@ -404,24 +461,19 @@ struct FilterSplitAgent {
       const RowTask task = RowAgent::row_task(p, r);
       if constexpr (Config::kPrefetchBeforeSampleKb > 0) {
         // The segment's first kPrefetchBeforeSampleKb asked of L2: the sample's reads and decisions hide the fetch.
-        const int len = task.row.len, width = segment_width(len);
-        const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+        const int begin = segment_begin(task.row.len, segment), end = segment_end(task.row.len, segment);
         const long long last = min_of(static_cast<long long>(end),
                                       begin + 1024ll * Config::kPrefetchBeforeSampleKb / static_cast<long long>(sizeof(Elem)));
         if (begin < last) prefetch_l2_range<kThreads>(task.row.logits + begin, task.row.logits + last);
       }
-      const Record rec = record(p.workspace, r);
-      u32 tau = 0u;
       if constexpr (!RowAgent::kMoreOutputs) {
-        if (!task.top_k_on && task.top_p_on) {  // top-p alone: the window
-          u32 window = 0u;
-          RowAgent::propose(s, task.row, 0, false, task.top_p, &tau, &window);
-          if (window != 0u) {
-            top_p_window(s, p, r, segment, task.row, window);
-            return;
-          }
+        if (!task.top_k_on && task.top_p_on) {  // top-p alone: the histogram, then the window
+          if (weigh_histogram(s, p.workspace, r, segment, task.row, task.top_p)) RowAgent::filter_row(s, p, r, false);
+          return;
         }
       }
+      const Record rec = record(p.workspace, r);
+      u32 tau = 0u;
       const bool split = task.top_k_on && task.k <= kFilterCandidates &&
                          RowAgent::propose(s, task.row, task.k, true, task.top_p, &tau);
       if (!split) {
@@ -432,8 +484,7 @@ struct FilterSplitAgent {
         if (!publish(s, rec, 0u)) return;
         __syncthreads();  // every thread has read the arrival's answer
       } else {
-        const int len = task.row.len, width = segment_width(len);
-        const int begin = min_of(len, segment * width), end = min_of(len, begin + width);
+        const int begin = segment_begin(task.row.len, segment), end = segment_end(task.row.len, segment);
         Elem* out = p.out != nullptr && p.out != p.logits ? RowAgent::output_row(p, r) : nullptr;
         const u32 count = collect(s, task.row, begin, end, RowAgent::unscaled_threshold(task.row, tau), 0xffffffffu, out,
                                   RowAgent::Logit::narrow(p.mask_value));

@@ -45,6 +45,8 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
+// e^x, approximate (ex2.approx): for estimates that decide speed only.
+__device__ __forceinline__ float approx_exp(float x) { return __expf(x); }
 // A load past L1, for what other CTAs of this launch wrote before their
 // fence or release.
 __device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }
