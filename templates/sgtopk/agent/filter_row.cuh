@@ -659,8 +659,8 @@ struct FilterRowAgent {
   }
 
   // Top-p alone (every key survives), after the pass that found max_key.
-  // With a window (first digits low..high, window_from_histogram's, packed
-  // by pack_window; 0: none), one pass sums every key's mass in registers (Z,
+  // With a window (first digits low..high the sample chose, packed by
+  // pack_window; 0: none), one pass sums every key's mass in registers (Z,
   // and the mass above the window) and gathers the window's keys into the
   // candidate buffer's keys and indices, read as one window of
   // keys (not in the kernels with the candidate or sample output, whose
@@ -798,10 +798,43 @@ struct FilterRowAgent {
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
   }
 
-  // ---- top-p alone's window from a histogram, not a sample: a sample of
-  // 1024 misses the row's largest logits, whose mass dominates a peaked
-  // row, so its top-p boundary lay digits below the row's at vocab 262208.
-  // One pass counts every key by its first digit and sums an approximate
+  // The window for top-p alone from the sample (`n` keys of a row of `len`)
+  // and its boundary key `at`: at's first digit, then its upper and its
+  // lower neighbour while the row's keys in the window, predicted from the
+  // sample's with kWindowSigmas of margin, fit kWindowKeys. One standard
+  // deviation, not the gather's kSampleSigmas: a window a digit narrower
+  // misses the boundary more often, and a miss costs a pass as an overflow does.
+  static constexpr float kWindowSigmas = 1.0f;
+  template <typename Sample>
+  static SGTOPK_DEVICE u32 choose_window(const Sample& sample, u32 at, int len) {
+    const u32 centre = at >> 21;
+    const u32 up = min_of(centre + 1u, static_cast<u32>(kDigits - 1)), down = centre == 0u ? 0u : centre - 1u;
+    u32 in_centre = 0, in_up = 0, in_down = 0;
+    for (int base = 0; base < sample.len; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 d = i < sample.len ? sample.key(i) >> 21 : 0xffffffffu;
+      in_centre += static_cast<u32>(__syncthreads_count(d == centre));
+      in_up += static_cast<u32>(__syncthreads_count(d == up && up != centre));
+      in_down += static_cast<u32>(__syncthreads_count(d == down && down != centre));
+    }
+    auto fits = [&](u32 count) {
+      const float keys = (count + kWindowSigmas * sqrtf(count + 1.0f) + 1.0f) * len / sample.len;
+      return keys <= kWindowKeys;
+    };
+    u32 low = centre, high = centre, count = in_centre;
+    if (up != centre && fits(count + in_up)) {
+      high = up;
+      count += in_up;
+    }
+    if (down != centre && fits(count + in_down)) low = down;
+    return pack_window(low, high);
+  }
+
+  // ---- top-p alone's window from a histogram (the split's; filter_row
+  // keeps the sample's, choose_window: at 1024 rows the histogram pass cost
+  // more than the sample's misses): a sample of 1024 misses the row's
+  // largest logits, whose mass dominates a peaked row, so its top-p
+  // boundary lay digits below the row's at vocab 262208. One pass counts every key by its first digit and sums an approximate
   // mass a digit, relative to the digit's own largest value (no reference
   // is needed before the row's largest key is known); weighed against the
   // top digit's, these masses name the digit where the mass reaches p, and
@@ -872,15 +905,6 @@ struct FilterRowAgent {
     }
     if (down <= kFits - count) low = centre - 1u;
     return pack_window(low, high);
-  }
-
-  // The exact route's first pass for top-p alone: the histogram, then its
-  // window; the row's largest key in s.max_key. Out of line, the row by
-  // value: inlined into the kernels at 64 registers a thread, it spilled.
-  static SGTOPK_DEVICE_OUT_OF_LINE u32 histogram_window(Shared& s, Row row, float top_p) {
-    clear_histogram(s);
-    histogram_pass(s, row);
-    return window_from_histogram(s, top_p, s.max_key);
   }
 
   // ---- the sampled route: a strided sample proposes a key threshold tau;
@@ -1018,8 +1042,10 @@ struct FilterRowAgent {
 
   // The sample: top-k's in runs of one 32-byte sector (2^kSampleRunShift
   // elements), top-p alone's one at a time, at a fixed stride from element 0
-  // (abi.h, filter_sample_points). Top-p alone keeps single elements and
-  // its own size (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
+  // (abi.h, filter_sample_points). Top-p alone keeps
+  // single elements and its own size: its window, chosen with one standard
+  // deviation of margin, missed more often with runs or a larger sample
+  // (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
   static constexpr int kSampleRunShift = sizeof(Elem) == 4 ? 3 : 4;
   static SGTOPK_DEVICE FilterSamplePoints sample_points(int len, bool top_k) {
     const int count = min_of(min_of(top_k ? kSampleSize : kTopPSampleSize, kFilterCandidates), len);
@@ -1066,8 +1092,11 @@ struct FilterRowAgent {
   // count goes up by kSampleSigmas standard deviations (and one), so that
   // the row holds fewer keys above tau than the route needs only rarely; tau
   // is the sample key of that rank. Speed only: the gather checks what the
-  // decisions need.
-  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau) {
+  // decisions need. For top-p alone, *window (where given) is the window
+  // around the sample's own boundary key (choose_window), even where this
+  // returns false: top_p_alone() sums and gathers by it.
+  static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
+                                    u32* window = nullptr) {
     if ((top_k_on ? kSampleSize : kTopPSampleSize) == 0) return false;
     if (row.len <= kFilterCandidates) {  // every key fits: no sample
       *tau = 0u;
@@ -1110,6 +1139,7 @@ struct FilterRowAgent {
         const u32 at =
             boundary<true>(s, sample, mass_target(top_p, total), true, top, 0u, 0xffffffffu, 0, 0u, 0u, &mass_above);
         expected = count_at_or_above(sample, at);
+        if (window) *window = choose_window(sample, at, row.len);
       }
     }
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
@@ -1573,8 +1603,9 @@ struct FilterRowAgent {
       return;
     }
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
-    u32 tau = 0u;
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau)) {
+    u32 tau = 0u, window = 0u;
+    // No window with the candidate or sample output (registers: see top_p_alone).
+    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1629,15 +1660,7 @@ struct FilterRowAgent {
         if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
       }
     } else {  // top-p alone
-      // The first of the order; and the window from the histogram (not
-      // with the candidate or sample output: registers, see top_p_alone).
-      u32 window = 0u;
-      if constexpr (kMoreOutputs) {
-        max_key = largest_key(s, row);
-      } else {
-        window = histogram_window(s, row, top_p);
-        max_key = s.max_key;
-      }
+      max_key = largest_key(s, row);  // the first of the order
       top_p_alone(s, row, top_p, max_key, b, t, &copies, window);
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask

@@ -418,20 +418,26 @@ struct FilterSplitAgent {
     Elem* out = RowAgent::output_row(p, r);
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && windowed && (every_copy || count <= static_cast<u32>(kFilterCandidates))) {
+    if (p.out != p.logits && windowed && (every_copy || copies <= static_cast<u32>(kFilterCandidates))) {
       u32 last = 0xffffffffu;  // the last kept copy of b by index
       if (!every_copy) {
         // Some copies of b dropped (16-bit logits tie often): b lies in the
         // window, so the record holds every copy with its index; the t-th
-        // is found in the candidate buffer, not by this one CTA writing
-        // the whole row.
+        // is found among them in the candidate buffer, not by this one CTA
+        // writing the whole row.
         __syncthreads();  // the window's keys in shared memory are read
-        for_each_record_key<true>(rec, count, [&](u32 i, u32 key, u32 index) {
-          s.candidate_key[i] = RowAgent::scaled_key(row, key);
-          s.candidate_index[i] = index;
+        if (threadIdx.x == 0) s.candidates = 0u;
+        __syncthreads();
+        for_each_record_key<true>(rec, count, [&](u32, u32 key, u32 index) {
+          const bool copy = RowAgent::scaled_key(row, key) == b;
+          const u32 slot = warp_append(copy, &s.candidates);
+          if (copy) {
+            s.candidate_key[slot] = b;
+            s.candidate_index[slot] = index;
+          }
         });
         __syncthreads();
-        last = window_last_copy(s, b, t, static_cast<int>(count));
+        last = window_last_copy(s, b, t, static_cast<int>(copies));
       }
       for_each_record_key<true>(rec, count, [&](u32, u32 key, u32 index) {
         const u32 scaled = RowAgent::scaled_key(row, key);
@@ -466,17 +472,15 @@ struct FilterSplitAgent {
                                       begin + 1024ll * Config::kPrefetchBeforeSampleKb / static_cast<long long>(sizeof(Elem)));
         if (begin < last) prefetch_l2_range<kThreads>(task.row.logits + begin, task.row.logits + last);
       }
-      if constexpr (!RowAgent::kMoreOutputs) {
-        if (!task.top_k_on && task.top_p_on) {  // top-p alone: the histogram, then the window
-          if (weigh_histogram(s, p.workspace, r, segment, task.row, task.top_p)) RowAgent::filter_row(s, p, r, false);
-          return;
-        }
-      }
       const Record rec = record(p.workspace, r);
       u32 tau = 0u;
+      const bool top_p_alone = !RowAgent::kMoreOutputs && !task.top_k_on && task.top_p_on;
       const bool split = task.top_k_on && task.k <= kFilterCandidates &&
                          RowAgent::propose(s, task.row, task.k, true, task.top_p, &tau);
-      if (!split) {
+      if (top_p_alone) {  // the histogram, then the window; where none fits, this finisher filters the row
+        if (!weigh_histogram(s, p.workspace, r, segment, task.row, task.top_p)) return;
+        try_sampled = false;
+      } else if (!split) {
         // One CTA filters the row: the last of its CTAs to arrive, so that
         // in place no write precedes another CTA's read of the sample.
         if (threadIdx.x == 0) s.max_key = 0u;
