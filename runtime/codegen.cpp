@@ -46,7 +46,7 @@ GeneratedSource generate_source(const Plan& plan) {
     << "u, \"host and device disagree on the shared-memory size\");\n\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << plan.block << ", " << plan.min_blocks_per_sm << ") "
     << (plan.cluster > 1 ? "__cluster_dims__(" + std::to_string(plan.cluster) + ", 1, 1) " : std::string()) << plan.entry
-    << "(const __grid_constant__ " << params.name << " params) {\n"
+    << "(const " << (plan.grid_constant_params ? "__grid_constant__ " : "") << params.name << " params) {\n"
     << "  " << plan.agent << "<Config>::run(params);\n"
     << "}\n";
   out.text = s.str();

@@ -31,6 +31,10 @@ struct Plan {
   unsigned grid = 0, block = 0;
   unsigned min_blocks_per_sm = 1;  // __launch_bounds__ occupancy hint: the persistent workers per SM
   unsigned cluster = 1;            // CTAs a thread-block cluster (the kernel's __cluster_dims__), 1: none
+  // The entry's parameter __grid_constant__: the agent passes it by
+  // reference to out-of-line pieces without a copy to the stack. Not for
+  // every family: it moved ptxas's allocation, and two select kernels spilled.
+  bool grid_constant_params = false;
   unsigned dynamic_smem_bytes = 0;
   uint64_t workspace_bytes = 0;
   // Launches of the kernel a call makes, one after another on its stream

@@ -41,6 +41,7 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
   // filter_row's shared memory (its CTA decides a row as filter_row does).
   plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_split_ctas_per_sm(p, fs, target.arch));
+  plan.grid_constant_params = true;  // finish_window takes FilterParams by reference, out of line
   plan.grid = static_cast<unsigned>(p.rows * segments);
   const bool prefetches = has_bulk_prefetch(target);
   describe_prefetches(plan, target, fs.prefetch_before_sample_kb != 0 || fs.prefetch_ahead_steps != 0,

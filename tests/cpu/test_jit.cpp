@@ -227,7 +227,7 @@ TEST(JitSource, HoldsTheConfigAndTheEntry) {
   EXPECT_TRUE(contains(src.text, "static constexpr bool kSorted = true;")) << src.text;
   EXPECT_TRUE(contains(src.text, "static constexpr bool kStarts = false;")) << src.text;
   EXPECT_TRUE(contains(src.text, "extern \"C\" __global__")) << src.text;
-  EXPECT_TRUE(contains(src.text, plan.entry + "(const __grid_constant__ sgtopk::SelectParams params)")) << src.text;
+  EXPECT_TRUE(contains(src.text, plan.entry + "(const sgtopk::SelectParams params)")) << src.text;
   EXPECT_TRUE(contains(src.text, "__launch_bounds__(" + std::to_string(plan.block))) << src.text;
   EXPECT_TRUE(contains(src.text, plan.agent + "<Config>::run(params)")) << src.text;
   EXPECT_TRUE(contains(src.text, std::to_string(plan.dynamic_smem_bytes) + "u")) << "shared-memory static_assert";
@@ -1336,7 +1336,7 @@ TEST(JitFilter, TheFilterPlanCompilesForSm90) {
     EXPECT_EQ(src.entry, "sgtopk_filter_row");
     EXPECT_TRUE(contains(src.text, "#include \"sgtopk/agent/filter_row.cuh\"")) << src.text;
     EXPECT_TRUE(contains(src.text, "static constexpr int kThreads = " + std::to_string(threads) + ";")) << src.text;
-    EXPECT_TRUE(contains(src.text, "sgtopk_filter_row(const __grid_constant__ sgtopk::FilterParams params)")) << src.text;
+    EXPECT_TRUE(contains(src.text, "sgtopk_filter_row(const sgtopk::FilterParams params)")) << src.text;
     EXPECT_TRUE(contains(src.text, "sizeof(sgtopk::FilterParams) == " + std::to_string(sizeof(sgtopk::FilterParams))))
         << src.text;
     // The CTAs an SM holds at 64 registers a thread: two of 512 or fewer (shared memory), one of 1024.
