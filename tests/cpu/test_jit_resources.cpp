@@ -177,8 +177,11 @@ std::vector<SpillCase> spill_cases() {
       // Past one row an SM: two CTAs of 512 an SM with 4 loads in flight (64 registers).
       {"filter_row_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true},
       {"filter_row_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
+      // With its L2 look-ahead on (off by default: measured slower), 32 bytes
+      // since the passes' scaling left their loops (by_scaling, 2026-12-06);
+      // more fails.
       {"filter_row_prefetch_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16},
+       "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16, 0, 32},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).

@@ -143,6 +143,7 @@ inline unsigned atomic_add_acq_rel(unsigned* p, unsigned v) { return __atomic_fe
 inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SEQ_CST); return v; }
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 inline float approx_exp(float x) { return std::exp(x); }
+inline unsigned round_half_up(float v) { return static_cast<unsigned>(std::floor(static_cast<double>(v) + 0.5)); }
 inline unsigned cluster_rank() { return emu_cta->rank; }
 inline void cluster_sync() { emu_cta->cluster->bar->arrive_and_wait(); }
 // The same offset in the shared memory of the cluster's CTA `rank`; an

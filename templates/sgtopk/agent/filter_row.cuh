@@ -132,6 +132,12 @@ struct FilterRowAgent {
   // The exact route's passes (for_each_key): one load in flight where the
   // outputs' code leaves no registers for more (ptxas would spill).
   static constexpr int kExactLoads = kMoreOutputs ? 1 : kLoadsInFlight;
+  // largest_key's pass over the unscaled keys, and row_mass's scaling
+  // taken out of its loop (by_scaling), where they leave ptxas registers
+  // enough: with the outputs' code, and the former in fp16, the kernels
+  // spilled at 64 a thread.
+  static constexpr bool kUnscaledLargest = !kMoreOutputs && Config::kDtype != kFilterF16;
+  static constexpr bool kRowMassByScaling = !kMoreOutputs;
   // Keys warp 0 sorts in registers, two a lane, where digit rounds would
   // take 2048-bin histograms (top_p_few, few_keys_boundary).
   static constexpr int kFewSurvivors = 64;
@@ -179,6 +185,13 @@ struct FilterRowAgent {
     return static_cast<float>(static_cast<double>(x) * inverse);
   }
 
+  // Whether a row's temperature scales, known at compile time inside a
+  // pass (by_scaling).
+  template <bool kScales>
+  struct ScalingIs {
+    static constexpr bool value = kScales;
+  };
+
   struct Row {
     static constexpr bool kStreamed = true;  // for_each_key reads it in 16-byte loads
     const Elem* logits;
@@ -189,6 +202,12 @@ struct FilterRowAgent {
     SGTOPK_DEVICE float scale(Elem e) const {
       const float x = Logit::widen(e);
       return scales ? divide(x, inverse) : x;
+    }
+    template <bool kScales>
+    SGTOPK_DEVICE float scale(Elem e, ScalingIs<kScales>) const {
+      const float x = Logit::widen(e);
+      if constexpr (kScales) return divide(x, inverse);
+      else return x;
     }
     SGTOPK_DEVICE float scaled(int i) const { return scale(logits[i]); }
     SGTOPK_DEVICE u32 key(int i) const { return ordered_key(scaled(i)); }
@@ -227,8 +246,15 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE u64 mass_of(float x, float top) {
     if (top == __int_as_float(0x7f800000)) return x == top ? kMassOne : 0u;
     if (!(x - x == 0.0f)) return 0u;  // -inf, NaN
-    const float m = expf(x - top);
-    return static_cast<u64>(static_cast<double>(m) * static_cast<double>(kMassOne) + 0.5);
+    return mass_units(expf(x - top));
+  }
+  // floor(m 2^40 + 0.5) for 0 <= m < 2^23, the product in double's value
+  // (equal for every such float, checked over all of them) without its
+  // conversions to and from double, at a quarter of the float rate.
+  static SGTOPK_DEVICE u64 mass_units(float m) {
+    const float v = m * 1099511627776.0f;                 // m 2^40: exact
+    if (v >= 8388608.0f) return static_cast<u64>(v);       // 2^23 and up: an integer
+    return hw::round_half_up(v);
   }
 
   // Adds mass m (< 2^64 over the bin's sum) to bin d with 32-bit shared
@@ -457,31 +483,81 @@ struct FilterRowAgent {
     return b;
   }
 
-  // Writes the row where every copy of b is kept (key >= b), else
-  // mask_value: one pass of 16-byte loads and no barrier, 16-byte stores
-  // where the output row lines up with the logits (scalar stores made the
-  // pass twice its read). Each element is read and then written by one
-  // thread, so `out` may be the logits.
-  static SGTOPK_DEVICE void write_at_or_above(const Row& row, Elem* out, u32 b, Elem mask_value) {
+  // Writes the row: kept where key > b, or key == b at a row index below
+  // `end` (kEveryCopy: every copy of b; 0: none), else mask_value: the
+  // kept set as a prefix of the order. One pass of 16-byte loads and no
+  // barrier, 16-byte stores where the output row lines up with the logits
+  // (scalar stores made the pass twice its read). Each element is read and
+  // then written by one thread, so `out` may be the logits.
+  static constexpr u32 kEveryCopy = 0xffffffffu;
+  static SGTOPK_DEVICE void write_order_prefix(const Row& row, Elem* out, u32 b, u32 end, Elem mask_value) {
     const bool vectors = ((reinterpret_cast<u64>(out) - reinterpret_cast<u64>(row.logits)) & 15u) == 0u;
     const u32 mask_bits = bits_of(mask_value);
-    auto each = [&](const u32(&words)[4], int first, u32 valid) {
-      if (vectors && valid == (1u << kPerVector) - 1u) {  // a whole vector of the body
-        u32 o[4] = {words[0], words[1], words[2], words[3]};
+    by_scaling(row, [&](auto scaling) {
+      auto kept = [&](Elem x, u32 index) {
+        const u32 key = ordered_key(row.scale(x, scaling));
+        return key > b || (key == b && index < end);
+      };
+      auto each = [&](const u32(&words)[4], int first, u32 valid) {
+        if (vectors && valid == (1u << kPerVector) - 1u) {  // a whole vector of the body
+          u32 o[4] = {words[0], words[1], words[2], words[3]};
+#pragma unroll
+          for (int u = 0; u < kPerVector; ++u)
+            if (!kept(element(words, u), static_cast<u32>(first + u))) set_element(o, u, mask_bits);
+          store_vector(out + first, o);
+          return;
+        }
 #pragma unroll
         for (int u = 0; u < kPerVector; ++u)
-          if (ordered_key(row.scale(element(words, u))) < b) set_element(o, u, mask_bits);
-        store_vector(out + first, o);
-        return;
-      }
+          if ((valid >> u) & 1u) {
+            const Elem x = element(words, u);  // kept: its bits untouched
+            out[first + u] = kept(x, static_cast<u32>(first + u)) ? x : mask_value;
+          }
+      };
+      stream_row<kExactLoads>(row.logits, row.len, each);
+    });
+  }
+
+  // Gathered row indices as keys that order them (the lowest first): a
+  // count round over them finds the j-th lowest.
+  struct IndexOrder {
+    static constexpr bool kStreamed = false;
+    const u32* rows;
+    int len;
+    SGTOPK_DEVICE float scaled(int) const { return 0.0f; }  // counted, never weighed
+    SGTOPK_DEVICE u32 key(int i) const { return ~rows[i]; }
+  };
+
+  // write_order_prefix's `end` for (b, t): one past the row index of the
+  // t-th copy of b by index (kEveryCopy where t reaches the copies). One
+  // pass of 16-byte loads gathers the copies' indices into the candidate
+  // buffer (one shared atomic a warp, none where no lane holds a copy), a
+  // count round over them finds the t-th: 16-bit logits tie often, and
+  // write_mask's ranks, a barrier every kThreads elements, made its pass
+  // latency-bound. kTooManyCopies where the buffer does not hold them.
+  static constexpr u32 kTooManyCopies = 0xfffffffeu;  // no end: rows hold < 2^23 tokens
+  static SGTOPK_DEVICE u32 copies_end(Shared& s, const Row& row, u32 b, u32 t) {
+    if (t == 0u) return 0u;
+    __syncthreads();  // earlier readers of the candidate buffer are done
+    if (threadIdx.x == 0) s.candidates = 0u;
+    __syncthreads();
+    by_scaling(row, [&](auto scaling) {
+      auto visit = [&](const u32(&words)[4], int first, u32 valid) {
+        u32 take = 0u;
 #pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((valid >> u) & 1u) {
-          const Elem x = element(words, u);  // kept: its bits untouched
-          out[first + u] = ordered_key(row.scale(x)) >= b ? x : mask_value;
-        }
-    };
-    stream_row<kExactLoads>(row.logits, row.len, each);
+        for (int u = 0; u < kPerVector; ++u)
+          if (((valid >> u) & 1u) && ordered_key(row.scale(element(words, u), scaling)) == b) take |= 1u << u;
+        append_taken(s, words, take, static_cast<u32>(first));
+      };
+      stream_row<kExactLoads>(row.logits, row.len, visit);
+    });
+    __syncthreads();
+    const u32 n = s.candidates;
+    if (t >= n) return kEveryCopy;
+    if (n > static_cast<u32>(kFilterCandidates)) return kTooManyCopies;
+    u64 above = 0;
+    return ~boundary(s, IndexOrder{s.candidate_index, static_cast<int>(n)}, t, false, 0.0f, 0u, 0xffffffffu, 0, 0u,
+                     0u, &above) + 1u;
   }
 
   // Writes the row: kept where key > b, or key == b among the first t by
@@ -717,8 +793,7 @@ struct FilterRowAgent {
 
   // The window pass (no histogram, no shared atomic but the window's
   // appends), then window_boundary.
-  template <typename Source>
-  static SGTOPK_DEVICE bool top_p_window(Shared& s, const Source& row, float top_p, u32 max_key, u32& b, u32& t,
+  static SGTOPK_DEVICE bool top_p_window(Shared& s, const Row& row, float top_p, u32 max_key, u32& b, u32& t,
                                          u32* copies, const WindowDigits& digits) {
     const float top = float_from_ordered_key(max_key);
     u32* window = window_keys(s);
@@ -726,14 +801,31 @@ struct FilterRowAgent {
     if (threadIdx.x == 0) s.candidates = 0u;
     __syncthreads();
     u64 z = 0, above = 0;
-    for_each_key(row, [&](float x, u32 key, int) {
-      const u32 d = key >> 21;
-      const u64 m = mass_of(x, top);
-      z += m;
-      if (d > digits.high) above += m;
-      const bool take = d >= digits.low && d <= digits.high;
-      const u32 slot = warp_append(take, &s.candidates);
-      if (take && slot < static_cast<u32>(kWindowKeys)) window[slot] = key;
+    // A 16-byte step's window keys are appended together: one shared atomic
+    // a warp, where an append an element cost a tenth of the pass.
+    by_scaling(row, [&](auto scaling) {
+      auto visit = [&](const u32(&words)[4], int, u32 valid) {
+        u32 take = 0u;
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) {
+            const float x = row.scale(element(words, u), scaling);
+            const u32 d = ordered_key(x) >> 21;
+            const u64 m = mass_of(x, top);
+            z += m;
+            if (d > digits.high) above += m;
+            if (d >= digits.low && d <= digits.high) take |= 1u << u;
+          }
+        if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;
+        u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((take >> u) & 1u) {
+            if (slot < static_cast<u32>(kWindowKeys)) window[slot] = ordered_key(row.scale(element(words, u), scaling));
+            ++slot;
+          }
+      };
+      stream_row<kExactLoads>(row.logits, row.len, visit);
     });
     add_block_sum(&s.scratch[0], z);
     add_block_sum(&s.scratch[1], above);
@@ -1006,6 +1098,17 @@ struct FilterRowAgent {
     }
   }
 
+  // pass(ScalingIs<true>{}) where the row's temperature scales, else
+  // pass(ScalingIs<false>{}): a pass over the row scales with
+  // row.scale(e, scaling). With the choice inside the loop, ptxas divided
+  // every element and selected (conversions to and from double, at a
+  // quarter of the float rate, on every pass at T = 1).
+  template <typename Pass>
+  static SGTOPK_DEVICE void by_scaling(const Row& row, Pass&& pass) {
+    if (row.scales) pass(ScalingIs<true>{});
+    else pass(ScalingIs<false>{});
+  }
+
   // visit(scaled value, key, index) for each element of `src`, each thread
   // its share: a Row through stream_row's 16-byte loads (a pass of one load
   // a thread at a time leaves one CTA a row latency-bound), candidates one
@@ -1242,12 +1345,23 @@ struct FilterRowAgent {
     if (threadIdx.x == 0) s.total = 0u;
     __syncthreads();
     u64 local = 0;
-    auto visit = [&](const u32(&words)[4], int, u32 valid) {
+    auto pass = [&](auto scaling) {
+      auto visit = [&](const u32(&words)[4], int, u32 valid) {
 #pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u)), top);
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u), scaling), top);
+      };
+      stream_row(row.logits, row.len, visit);
     };
-    stream_row(row.logits, row.len, visit);
+    if constexpr (kRowMassByScaling) by_scaling(row, pass);
+    else {  // the choice inside the loop
+      auto visit = [&](const u32(&words)[4], int, u32 valid) {
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u)), top);
+      };
+      stream_row(row.logits, row.len, visit);
+    }
     add_block_sum(&s.total, local);
     __syncthreads();
     const u64 total = s.total;
@@ -1378,16 +1492,27 @@ struct FilterRowAgent {
     return n + t;
   }
 
-  // The row's largest key (one pass).
+  // The row's largest key (one pass), over the unscaled keys and scaled
+  // once (dividing by T > 0 is monotone, as gather() uses): no division
+  // an element.
   static SGTOPK_DEVICE u32 largest_key(Shared& s, const Row& row) {
     __syncthreads();  // earlier readers of s.max_key are done
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
     u32 local_max = 0u;
-    for_each_key(row, [&](float, u32 key, int) { local_max = max_of(local_max, key); });
+    if constexpr (kUnscaledLargest) {
+      auto visit = [&](const u32(&words)[4], int, u32 valid) {
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) local_max = max_of(local_max, ordered_key(Logit::widen(element(words, u))));
+      };
+      stream_row<kExactLoads>(row.logits, row.len, visit);
+    } else {
+      for_each_key(row, [&](float, u32 key, int) { local_max = max_of(local_max, key); });
+    }
     atomicMax(&s.max_key, local_max);
     __syncthreads();
-    const u32 max_key = s.max_key;
+    const u32 max_key = kUnscaledLargest ? scaled_key(row, s.max_key) : s.max_key;
     __syncthreads();
     return max_key;
   }
@@ -1665,10 +1790,11 @@ struct FilterRowAgent {
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
     if (mask) {
-      // Every copy of b kept: no ranks, no barrier (not compiled in with
-      // the other outputs, whose registers leave none for it).
-      if (!kMoreOutputs && copies != 0xffffffffu && t >= copies)
-        write_at_or_above(row, output_row(p, r), b, Logit::narrow(p.mask_value));
+      // The kept set as a prefix of the order: no ranks, no barrier (not
+      // compiled in with the other outputs, whose registers leave none).
+      u32 end = kTooManyCopies;
+      if constexpr (!kMoreOutputs) end = copies != 0xffffffffu && t >= copies ? kEveryCopy : copies_end(s, row, b, t);
+      if (end != kTooManyCopies) write_order_prefix(row, output_row(p, r), b, end, Logit::narrow(p.mask_value));
       else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
     }
     __syncthreads();

@@ -109,48 +109,53 @@ struct FilterSplitAgent {
     const bool vector_out = out != nullptr && ((reinterpret_cast<u64>(out) - reinterpret_cast<u64>(row.logits)) & 15u) == 0u;
     const u32 mask_bits = RowAgent::bits_of(mask_value);
     u32 local_max = 0u;
-    auto visit = [&](const u32(&words)[4], int first, u32 valid) {
-      u32 take = 0u, at_or_above = 0u;
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u) {
-        const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
-        if ((valid >> u) & 1u) {
-          if constexpr (kWeigh) {
-            const u64 m = RowAgent::mass_of(row.scale(RowAgent::element(words, u)), top);
-            sums->z += m;
-            if (key > highest) sums->above += m;
-          }
-          local_max = max_of(local_max, key);
-          if (key >= threshold) at_or_above |= 1u << u;
-          if (key >= threshold && key <= highest) take |= 1u << u;
-        }
-      }
-      if (segment_out != nullptr) {
-        if (vector_out && valid == (1u << kPerVector) - 1u) {
-          // Built from zero words, not as a copy of `words` with the masked
-          // elements set (filter_row's write): that copy spills 4 bytes in
-          // the f16 kernel at 64 registers.
-          u32 w[4] = {0u, 0u, 0u, 0u};
-#pragma unroll
-          for (int u = 0; u < kPerVector; ++u) {
-            const u32 bits = (at_or_above >> u) & 1u ? RowAgent::bits_of(RowAgent::element(words, u)) : mask_bits;
-            if constexpr (sizeof(Elem) == 4) w[u] = bits;
-            else w[u / 2] |= bits << (16 * (u & 1));
-          }
-          RowAgent::store_vector(segment_out + first, w);
-        } else {
-#pragma unroll
-          for (int u = 0; u < kPerVector; ++u)
-            if ((valid >> u) & 1u)
-              segment_out[first + u] =
-                  (at_or_above >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
-        }
-      }
-      RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
-    };
     // Weighing, half the loads in flight: at 64 registers a thread, all of them spilled.
     constexpr int kLoads = kWeigh && RowAgent::kLoadsInFlight > 1 ? RowAgent::kLoadsInFlight / 2 : RowAgent::kLoadsInFlight;
-    RowAgent::template stream_row<kLoads>(segment, end - begin, visit);
+    // Weighing scales the logits (by_scaling: the division only where T scales).
+    auto pass = [&](auto scaling) {
+      auto visit = [&](const u32(&words)[4], int first, u32 valid) {
+        u32 take = 0u, at_or_above = 0u;
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u) {
+          const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
+          if ((valid >> u) & 1u) {
+            if constexpr (kWeigh) {
+              const u64 m = RowAgent::mass_of(row.scale(RowAgent::element(words, u), scaling), top);
+              sums->z += m;
+              if (key > highest) sums->above += m;
+            }
+            local_max = max_of(local_max, key);
+            if (key >= threshold) at_or_above |= 1u << u;
+            if (key >= threshold && key <= highest) take |= 1u << u;
+          }
+        }
+        if (segment_out != nullptr) {
+          if (vector_out && valid == (1u << kPerVector) - 1u) {
+            // Built from zero words, not as a copy of `words` with the masked
+            // elements set (filter_row's write): that copy spills 4 bytes in
+            // the f16 kernel at 64 registers.
+            u32 w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+            for (int u = 0; u < kPerVector; ++u) {
+              const u32 bits = (at_or_above >> u) & 1u ? RowAgent::bits_of(RowAgent::element(words, u)) : mask_bits;
+              if constexpr (sizeof(Elem) == 4) w[u] = bits;
+              else w[u / 2] |= bits << (16 * (u & 1));
+            }
+            RowAgent::store_vector(segment_out + first, w);
+          } else {
+#pragma unroll
+            for (int u = 0; u < kPerVector; ++u)
+              if ((valid >> u) & 1u)
+                segment_out[first + u] =
+                    (at_or_above >> u) & 1u ? RowAgent::element(words, u) : RowAgent::from_bits(mask_bits);
+          }
+        }
+        RowAgent::append_taken(s, words, take, static_cast<u32>(begin + first));
+      };
+      RowAgent::template stream_row<kLoads>(segment, end - begin, visit);
+    };
+    if constexpr (kWeigh) RowAgent::by_scaling(row, pass);
+    else pass(typename RowAgent::template ScalingIs<false>{});
     local_max = warp_max(local_max);
     if ((threadIdx.x & 31) == 0) atomicMax(&s.max_key, local_max);
     __syncthreads();
@@ -443,10 +448,10 @@ struct FilterSplitAgent {
         const u32 scaled = RowAgent::scaled_key(row, key);
         if (scaled < b || (scaled == b && (t == 0u || index > last))) out[index] = mask_value;
       });
-    } else if (every_copy) {
-      RowAgent::write_at_or_above(row, out, b, mask_value);
     } else {
-      RowAgent::write_mask(s, row, out, b, t, mask_value);
+      const u32 end = every_copy ? RowAgent::kEveryCopy : RowAgent::copies_end(s, row, b, t);
+      if (end != RowAgent::kTooManyCopies) RowAgent::write_order_prefix(row, out, b, end, mask_value);
+      else RowAgent::write_mask(s, row, out, b, t, mask_value);
     }
     __syncthreads();
   }
