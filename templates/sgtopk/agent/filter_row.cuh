@@ -975,17 +975,30 @@ struct FilterRowAgent {
   };
   // The window (pack_window) from histogram_pass's bins and the row's
   // largest key: the digit where the approximate mass from the top reaches
-  // p, with its upper and then its lower neighbour while the window's keys
-  // fit kWindowKeys; 0 where that digit's alone do not.
+  // p, with its upper or lower neighbour where p's mass falls within
+  // 2^-kEdgeMarginShift of the total from that edge (the approximate sums err far
+  // less), while the window's keys fit kWindowKeys; 0 where that digit's
+  // alone do not. A neighbour taken always tripled the finisher's keys at
+  // vocab 128256 (its rounds were most of batch 1's time).
+  static constexpr u32 kEdgeMarginShift = 8;  // 2^-8 of the total
   static SGTOPK_DEVICE u32 window_from_histogram(Shared& s, float top_p, u32 max_key) {
     const ApproxBins bins{&s, digit_top(max_key >> 21)};
     u64 owned = 0, total = 0;
     for (int d = threadIdx.x; d < kDigits; d += kThreads) owned += bins[d];
     block_exclusive_sum<kThreads, u64>(owned, s.scratch, &total);
     __syncthreads();  // every thread has read the total: scan_digits reuses the scratch
-    const u32 centre = total == 0u ? max_key >> 21 : scan_digits(bins, mass_target(top_p, total), s.scratch).digit;
-    const u32 up = centre + 1u < static_cast<u32>(kDigits) ? s.count[centre + 1u] : kNotKept;
-    const u32 down = centre > 0u ? s.count[centre - 1u] : kNotKept;
+    u32 centre = max_key >> 21;
+    bool near_top = true, near_bottom = true;  // without mass: both neighbours where they fit
+    if (total != 0u) {
+      const u64 target = mass_target(top_p, total), margin = total >> kEdgeMarginShift;
+      const Found f = scan_digits(bins, target, s.scratch);
+      centre = f.digit;
+      const u64 reach = f.above + bins[static_cast<int>(centre)];  // the mass down to the centre's bottom
+      near_top = target - f.above <= margin;
+      near_bottom = reach < target || reach - target <= margin;
+    }
+    const u32 up = near_top && centre + 1u < static_cast<u32>(kDigits) ? s.count[centre + 1u] : kNotKept;
+    const u32 down = near_bottom && centre > 0u ? s.count[centre - 1u] : kNotKept;
     u32 count = s.count[centre];
     __syncthreads();  // every thread has read the counts: the caller's next pass may clear them
     constexpr u32 kFits = static_cast<u32>(kWindowKeys);
