@@ -762,6 +762,10 @@ std::vector<Case16> cases16() {
     for (int64_t vocab : {1000, 32000, 128256})
       for (Mode mode : {Mode::kTopK, Mode::kTopP, Mode::kBoth, Mode::kMixed}) out.push_back({dtype, 12, vocab, 0, mode});
     out.push_back({dtype, 130, 32000, 32000 + 3, Mode::kMixed});  // odd pitch: rows 2-byte aligned only
+    // Past a row an SM: the many-rows CTA (filter.block_threads), whose bf16
+    // passes take a vector's elements in selects (kBranchFreePasses).
+    out.push_back({dtype, 512, 32000, 0, Mode::kMixed});
+    out.push_back({dtype, 300, 12000, 12000 + 5, Mode::kTopP});
   }
   return out;
 }

@@ -144,6 +144,9 @@ inline float load_l2(const float* p) { float v; __atomic_load(p, &v, __ATOMIC_SE
 inline unsigned load_l2(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 inline float approx_exp(float x) { return std::exp(x); }
 inline unsigned round_half_up(float v) { return static_cast<unsigned>(std::floor(static_cast<double>(v) + 0.5)); }
+inline unsigned long long round_half_up_u64(float v) {  // cvt.rmi: NaN is 0
+  return v == v ? static_cast<unsigned long long>(std::floor(static_cast<double>(v) + 0.5)) : 0ull;
+}
 inline unsigned cluster_rank() { return emu_cta->rank; }
 inline void cluster_sync() { emu_cta->cluster->bar->arrive_and_wait(); }
 // The same offset in the shared memory of the cluster's CTA `rank`; an

@@ -138,6 +138,11 @@ struct FilterRowAgent {
   // spilled at 64 a thread.
   static constexpr bool kUnscaledLargest = !kMoreOutputs && Config::kDtype != kFilterF16;
   static constexpr bool kRowMassByScaling = !kMoreOutputs;
+  // The streamed passes' elements in selects, no branch an element, so that
+  // ptxas interleaves a vector's dependent chains (a branch an element left
+  // them stalled one at a time): where registers allow, the mask kernels of
+  // 512 threads in fp32 and bf16; the others spilled at 64 a thread.
+  static constexpr bool kBranchFreePasses = !kMoreOutputs && kThreads <= 512 && Config::kDtype != kFilterF16;
   // Keys warp 0 sorts in registers, two a lane, where digit rounds would
   // take 2048-bin histograms (top_p_few, few_keys_boundary).
   static constexpr int kFewSurvivors = 64;
@@ -243,10 +248,19 @@ struct FilterRowAgent {
   // Mass of a scaled value relative to the largest survivor `top` (its key
   // and value), in units of 2^-40: expf(x - top) for numbers; with top = +inf
   // each +inf shares one unit and all else is 0; -inf and NaN are 0.
+  // kSelects: the same units in selects, no branch (x - top is -inf or NaN
+  // for x = -inf, NaN, or top = +inf, whose units are 0; x <= top, so x is
+  // +inf only where top is).
+  template <bool kSelects = false>
   static SGTOPK_DEVICE u64 mass_of(float x, float top) {
-    if (top == __int_as_float(0x7f800000)) return x == top ? kMassOne : 0u;
-    if (!(x - x == 0.0f)) return 0u;  // -inf, NaN
-    return mass_units(expf(x - top));
+    if constexpr (kSelects) {
+      const float v = expf(x - top) * 1099511627776.0f;  // m 2^40: exact
+      return hw::round_half_up_u64(x == __int_as_float(0x7f800000) && top == x ? 1099511627776.0f : v);
+    } else {
+      if (top == __int_as_float(0x7f800000)) return x == top ? kMassOne : 0u;
+      if (!(x - x == 0.0f)) return 0u;  // -inf, NaN
+      return mass_units(expf(x - top));
+    }
   }
   // floor(m 2^40 + 0.5) for 0 <= m < 2^23, the product in double's value
   // (equal for every such float, checked over all of them) without its
@@ -495,7 +509,7 @@ struct FilterRowAgent {
     const u32 mask_bits = bits_of(mask_value);
     by_scaling(row, [&](auto scaling) {
       auto kept = [&](Elem x, u32 index) {
-        const u32 key = ordered_key(row.scale(x, scaling));
+        const u32 key = pass_key(row.scale(x, scaling));
         return key > b || (key == b && index < end);
       };
       auto each = [&](const u32(&words)[4], int first, u32 valid) {
@@ -544,9 +558,9 @@ struct FilterRowAgent {
     by_scaling(row, [&](auto scaling) {
       auto visit = [&](const u32(&words)[4], int first, u32 valid) {
         u32 take = 0u;
-#pragma unroll
-        for (int u = 0; u < kPerVector; ++u)
-          if (((valid >> u) & 1u) && ordered_key(row.scale(element(words, u), scaling)) == b) take |= 1u << u;
+        for_each_element(words, valid, [&](int u, Elem e, bool in) {
+          take |= static_cast<u32>(in && pass_key(row.scale(e, scaling)) == b) << u;
+        });
         append_taken(s, words, take, static_cast<u32>(first));
       };
       stream_row<kExactLoads>(row.logits, row.len, visit);
@@ -792,7 +806,9 @@ struct FilterRowAgent {
   }
 
   // The window pass (no histogram, no shared atomic but the window's
-  // appends), then window_boundary.
+  // appends), then window_boundary. One load in flight where its elements
+  // interleave (kBranchFreePasses): with two, the fp32 kernel spilled.
+  static constexpr int kWindowLoads = kBranchFreePasses ? 1 : kExactLoads;
   static SGTOPK_DEVICE bool top_p_window(Shared& s, const Row& row, float top_p, u32 max_key, u32& b, u32& t,
                                          u32* copies, const WindowDigits& digits) {
     const float top = float_from_ordered_key(max_key);
@@ -806,16 +822,14 @@ struct FilterRowAgent {
     by_scaling(row, [&](auto scaling) {
       auto visit = [&](const u32(&words)[4], int, u32 valid) {
         u32 take = 0u;
-#pragma unroll
-        for (int u = 0; u < kPerVector; ++u)
-          if ((valid >> u) & 1u) {
-            const float x = row.scale(element(words, u), scaling);
-            const u32 d = ordered_key(x) >> 21;
-            const u64 m = mass_of(x, top);
-            z += m;
-            if (d > digits.high) above += m;
-            if (d >= digits.low && d <= digits.high) take |= 1u << u;
-          }
+        for_each_element(words, valid, [&](int u, Elem e, bool in) {
+          const float x = row.scale(e, scaling);
+          const u32 d = pass_key(x) >> 21;
+          const u64 m = mass_of<kBranchFreePasses>(x, top);
+          z += m;
+          above += d > digits.high ? m : 0u;
+          take |= static_cast<u32>(in && d - digits.low <= digits.high - digits.low) << u;
+        });
         if (__ballot_sync(0xffffffffu, take != 0u) == 0u) return;
         u32 slot = warp_reserve(static_cast<u32>(__popc(take)), &s.candidates);
 #pragma unroll
@@ -825,7 +839,7 @@ struct FilterRowAgent {
             ++slot;
           }
       };
-      stream_row<kExactLoads>(row.logits, row.len, visit);
+      stream_row<kWindowLoads>(row.logits, row.len, visit);
     });
     add_block_sum(&s.scratch[0], z);
     add_block_sum(&s.scratch[1], above);
@@ -1047,6 +1061,35 @@ struct FilterRowAgent {
     const u32 word = w == 0 ? words[0] : w == 1 ? words[1] : w == 2 ? words[2] : words[3];
     return from_bits(sizeof(Elem) == 4 ? word : (word >> (16 * (u & 1))) & 0xffffu);  // little-endian halves
   }
+  // f(u, e, in) for element u of a streamed pass's 16-byte step (bit u of
+  // `valid` set: `in`, e its value). With kBranchFreePasses, in groups of
+  // four without a branch, e a NaN (no mass, key 0) where not `in`: ptxas
+  // then interleaves four elements' dependent chains (a branch an element
+  // left them stalled one at a time; eight at once held more registers than
+  // 64 a thread). Else a branch an element, `in` always true.
+  template <typename F>
+  static SGTOPK_DEVICE void for_each_element(const u32 (&words)[4], u32 valid, F&& f) {
+    if constexpr (kBranchFreePasses) {
+#pragma unroll
+      for (int g = 0; g < kPerVector; g += 4) {
+        if (((valid >> g) & 0xfu) == 0u) continue;
+#pragma unroll
+        for (int u = g; u < g + 4; ++u) {
+          const bool in = ((valid >> u) & 1u) != 0u;
+          f(u, in ? element(words, u) : from_bits(0xffffffffu), in);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((valid >> u) & 1u) f(u, element(words, u), true);
+    }
+  }
+  // ordered_key in the form for_each_element's passes take.
+  static SGTOPK_DEVICE u32 pass_key(float x) {
+    if constexpr (kBranchFreePasses) return ordered_key_by_selects(x);
+    else return ordered_key(x);
+  }
   // Sets element u of a 16-byte vector's words to `bits` (u a constant
   // once unrolled).
   static SGTOPK_DEVICE void set_element(u32 (&words)[4], int u, u32 bits) {
@@ -1153,7 +1196,12 @@ struct FilterRowAgent {
     uint4 v;
     v.x = v.y = v.z = v.w = word;
     uint4* vectors = reinterpret_cast<uint4*>(out + body.head);
-    for (int j = threadIdx.x; j < body.vectors; j += kThreads) vectors[j] = v;
+    if constexpr (kBranchFreePasses) {  // unrolled there, ptxas held a register copy of v a store and spilled
+#pragma unroll 1
+      for (int j = threadIdx.x; j < body.vectors; j += kThreads) vectors[j] = v;
+    } else {
+      for (int j = threadIdx.x; j < body.vectors; j += kThreads) vectors[j] = v;
+    }
   }
 
   // The sample: top-k's in runs of one 32-byte sector (2^kSampleRunShift
@@ -1327,14 +1375,11 @@ struct FilterRowAgent {
     u32 local_max = 0u;
     auto visit = [&](const u32(&words)[4], int first, u32 valid) {
       u32 take = 0u;
-#pragma unroll
-      for (int u = 0; u < kPerVector; ++u) {
-        const u32 key = ordered_key(Logit::widen(element(words, u)));
-        if ((valid >> u) & 1u) {
-          local_max = max_of(local_max, key);
-          if (key >= threshold) take |= 1u << u;
-        }
-      }
+      for_each_element(words, valid, [&](int u, Elem e, bool in) {
+        const u32 key = pass_key(Logit::widen(e));
+        local_max = max_of(local_max, key);
+        take |= static_cast<u32>(in && key >= threshold) << u;
+      });
       append_taken(s, words, take, static_cast<u32>(first));
     };
     stream_row(row.logits, row.len, visit);
@@ -1360,9 +1405,7 @@ struct FilterRowAgent {
     u64 local = 0;
     auto pass = [&](auto scaling) {
       auto visit = [&](const u32(&words)[4], int, u32 valid) {
-#pragma unroll
-        for (int u = 0; u < kPerVector; ++u)
-          if ((valid >> u) & 1u) local += mass_of(row.scale(element(words, u), scaling), top);
+        for_each_element(words, valid, [&](int, Elem e, bool) { local += mass_of<kBranchFreePasses>(row.scale(e, scaling), top); });
       };
       stream_row(row.logits, row.len, visit);
     };
@@ -1515,9 +1558,7 @@ struct FilterRowAgent {
     u32 local_max = 0u;
     if constexpr (kUnscaledLargest) {
       auto visit = [&](const u32(&words)[4], int, u32 valid) {
-#pragma unroll
-        for (int u = 0; u < kPerVector; ++u)
-          if ((valid >> u) & 1u) local_max = max_of(local_max, ordered_key(Logit::widen(element(words, u))));
+        for_each_element(words, valid, [&](int, Elem e, bool) { local_max = max_of(local_max, pass_key(Logit::widen(e))); });
       };
       stream_row<kExactLoads>(row.logits, row.len, visit);
     } else {

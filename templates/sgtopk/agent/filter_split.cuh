@@ -115,20 +115,17 @@ struct FilterSplitAgent {
     auto pass = [&](auto scaling) {
       auto visit = [&](const u32(&words)[4], int first, u32 valid) {
         u32 take = 0u, at_or_above = 0u;
-#pragma unroll
-        for (int u = 0; u < kPerVector; ++u) {
-          const u32 key = ordered_key(RowAgent::Logit::widen(RowAgent::element(words, u)));
-          if ((valid >> u) & 1u) {
-            if constexpr (kWeigh) {
-              const u64 m = RowAgent::mass_of(row.scale(RowAgent::element(words, u), scaling), top);
-              sums->z += m;
-              if (key > highest) sums->above += m;
-            }
-            local_max = max_of(local_max, key);
-            if (key >= threshold) at_or_above |= 1u << u;
-            if (key >= threshold && key <= highest) take |= 1u << u;
+        RowAgent::for_each_element(words, valid, [&](int u, Elem e, bool in) {
+          const u32 key = RowAgent::pass_key(RowAgent::Logit::widen(e));
+          if constexpr (kWeigh) {
+            const u64 m = RowAgent::template mass_of<RowAgent::kBranchFreePasses>(row.scale(e, scaling), top);
+            sums->z += m;
+            sums->above += key > highest ? m : 0u;
           }
-        }
+          local_max = max_of(local_max, key);
+          at_or_above |= static_cast<u32>(in && key >= threshold) << u;
+          take |= static_cast<u32>(in && key >= threshold && key <= highest) << u;
+        });
         if (segment_out != nullptr) {
           if (vector_out && valid == (1u << kPerVector) - 1u) {
             // Built from zero words, not as a copy of `words` with the masked

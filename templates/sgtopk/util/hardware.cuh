@@ -50,6 +50,9 @@ __device__ __forceinline__ float approx_exp(float x) { return __expf(x); }
 // floor(v + 0.5) for 0 <= v < 2^23: the sum rounded down, whose floor is
 // the exact sum's (the nearest sum may round up to the next integer).
 __device__ __forceinline__ unsigned round_half_up(float v) { return __float2uint_rd(__fadd_rd(v, 0.5f)); }
+// The same for 0 <= v < 2^64, 0 for NaN: from 2^23 up v is an integer, and
+// the sum rounds down to it.
+__device__ __forceinline__ unsigned long long round_half_up_u64(float v) { return __float2ull_rd(__fadd_rd(v, 0.5f)); }
 // A load past L1, for what other CTAs of this launch wrote before their
 // fence or release.
 __device__ __forceinline__ float load_l2(const float* p) { return __ldcg(p); }

@@ -19,6 +19,14 @@ SGTOPK_DEVICE u32 ordered_key(float x) {
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
+// ordered_key in selects, no branch: the same key for every float (checked
+// over all 2^32), for passes whose elements should interleave; it holds
+// more registers live, which spilled the select split kernel.
+SGTOPK_DEVICE u32 ordered_key_by_selects(float x) {
+  const u32 bits = x == x ? __float_as_uint(x + 0.0f) : 0xffffffffu;  // x + 0: -0 becomes +0; a NaN: all ones, key 0
+  return bits ^ (static_cast<u32>(static_cast<int>(bits) >> 31) | 0x80000000u);
+}
+
 SGTOPK_DEVICE u32 coarse_key(float x) {
   const unsigned short half = hw::f16_bits(x);  // |x| >= 65520 -> inf, tiny -> 0 or subnormal
   const u32 bits = half, magnitude = bits & 0x7fffu;
