@@ -141,8 +141,8 @@ struct FilterRowAgent {
   // The streamed passes' elements in selects, no branch an element, so that
   // ptxas interleaves a vector's dependent chains (a branch an element left
   // them stalled one at a time): where registers allow, the mask kernels of
-  // 512 threads in fp32 and bf16; the others spilled at 64 a thread.
-  static constexpr bool kBranchFreePasses = !kMoreOutputs && kThreads <= 512 && Config::kDtype != kFilterF16;
+  // up to 512 threads; the others spilled at 64 a thread.
+  static constexpr bool kBranchFreePasses = !kMoreOutputs && kThreads <= 512;
   // Keys warp 0 sorts in registers, two a lane, where digit rounds would
   // take 2048-bin histograms (top_p_few, few_keys_boundary).
   static constexpr int kFewSurvivors = 64;
