@@ -877,6 +877,60 @@ void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int6
   EXPECT_EQ(check(s, out, rows, false), "") << "output 4 bytes off";
 }
 
+// Top-k of hundreds to a few thousand with top-p over its survivors: past
+// 64 survivors and up to the CTA's 64 keys a warp (2 x block threads) the
+// survivors are sorted across the CTA and their masses scanned in order
+// (FilterRowAgent::top_p_sorted); past that, the mass rounds. k on both
+// sides of 64, 1024 and 2048, p from 1e-7 to 0.999999, over every row kind
+// (ties at the boundary, quantized rows, -inf fractions, NaN, +inf), on the
+// split (1 row), the few-rows CTA (100) and the many-rows one (300), fp32
+// and bf16, temperatures 1, 0.7 and 1.9.
+TEST(FilterGpuEdges, TopPOverHundredsOfTopKSurvivors) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "top_p_sorted");
+  const int32_t ks[] = {63, 64, 65, 100, 257, 500, 999, 1000, 1023, 1024, 1025, 2000, 2047, 2048, 2049};
+  const float ps[] = {1e-7f, 0.3f, 0.9f, 0.95f, 0.99f, 0.999999f};
+  const float ts[] = {1.0f, 1.0f, 0.7f, 1.9f};
+  for (const int64_t rows : {1, 100, 300}) {
+    const int64_t vocab = rows == 1 ? 128256 : 32000;
+    RowValues v;
+    for (int64_t r = 0; r < rows; ++r) {
+      v.k.push_back(ks[(r + rng()) % 15]);
+      v.p.push_back(ps[rng() % 6]);
+      v.t.push_back(ts[rng() % 4]);
+    }
+    for (sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(vocab) + (dtype == SGTOPK_F32 ? " f32" : " bf16"));
+      sgtopk_plan plan = compile_filter(rows, vocab, 0, dtype);
+      ASSERT_NE(plan, nullptr);
+      for (int round = 0; round < (rows == 1 ? 12 : 2); ++round) {  // one row: a row kind a round
+        if (dtype == SGTOPK_F32) {
+          FilterSet s(rows, vocab, 0, Mode::kMixed, rng, round);
+          if (rows == 1) v = RowValues{{ks[(round * 7) % 15]}, {ps[round % 6]}, {ts[round % 4]}};
+          s.set_values(v);
+          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+          synchronize();
+          EXPECT_EQ(check(s, s.out(), rows, false), "");
+        } else {
+          Filter16Set s(dtype, rows, vocab, 0, Mode::kMixed, rng);
+          if (rows == 1) v = RowValues{{ks[(round * 7) % 15]}, {ps[round % 6]}, {ts[round % 4]}};
+          s.values.k = v.k;
+          s.values.p = v.p;
+          s.values.t = v.t;
+          s.d_k.upload(v.k);
+          s.d_p.upload(v.p);
+          s.d_t.upload(v.t);
+          ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+          synchronize();
+          EXPECT_EQ(s.check(s.out(), -kInf), "");
+        }
+      }
+      sgtopk_plan_destroy(plan);
+    }
+  }
+}
+
 // Top-p alone at 128256 where the mass sits in a few hundred tokens (as in a
 // language model's logits): the keys at or above the first mass digit fit
 // the candidate buffer, so the kernel gathers them (4 passes) and resolves

@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
   std::vector<Elem> logits(static_cast<size_t>(rows * pitch), narrow(0.0f)), out(logits.size(), untouched);
   std::vector<int> ks(static_cast<size_t>(rows));
   std::vector<float> ps(static_cast<size_t>(rows)), ts(static_cast<size_t>(rows));
-  const int k_values[] = {1, 2, 7, 50, 1000, vocab - 1, vocab, vocab + 3, 0, -4};
+  // 100 and 250: top-p over more survivors than warp 0 sorts, fewer than the CTA's pieces hold (top_p_sorted).
+  const int k_values[] = {1, 2, 7, 50, 100, 250, 1000, vocab - 1, vocab, vocab + 3, 0, -4};
   const float p_values[] = {0.9f, 0.5f, 0.99f, 1e-7f, 0.0f, -1.0f, 1.0f, 1.5f, std::nanf(""), 0.999999f};
   const float t_values[] = {1.0f, 1.0f, 1.0f, 0.7f, 1.9f, 3.0f, 0.0f, -1.0f, kInf};
   for (int r = 0; r < rows; ++r) {
@@ -259,7 +260,7 @@ int main(int argc, char** argv) {
                    : sgtopk::rows::make_row(families[rng() % families.size()], vocab, 64, rng);
     // Rows are made in fp32 and rounded: bf16 / fp16 rows tie far more often.
     std::transform(row.begin(), row.end(), logits.begin() + r * pitch, narrow);
-    ks[static_cast<size_t>(r)] = k_values[rng() % 10];
+    ks[static_cast<size_t>(r)] = k_values[rng() % 12];
     ps[static_cast<size_t>(r)] = p_values[rng() % 10];
     ts[static_cast<size_t>(r)] = t_values[rng() % 9];
 #ifdef TOPP_HEAVY

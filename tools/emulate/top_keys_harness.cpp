@@ -1,8 +1,9 @@
-// BlockTopKeys and BlockRankedKey (templates/sgtopk/block/block_top_keys.cuh)
-// on the host: one CTA of THREADS threads takes the 64 largest of n keys, for
-// n from 0 to past several pieces a warp, and the r-th largest (r up to 32)
-// of up to 4 x THREADS keys in shared memory, over key sets with ties (all
-// equal, a few distinct values, zeros, the largest key), each checked
+// BlockTopKeys, BlockRankedKey and BlockSortKeys
+// (templates/sgtopk/block/block_top_keys.cuh) on the host: one CTA of THREADS
+// threads takes the 64 largest of n keys, for n from 0 to past several
+// pieces a warp, the r-th largest (r up to 32) of up to 4 x THREADS keys in
+// shared memory, and sorts 64 to 2 x THREADS keys, over key sets with ties
+// (all equal, a few distinct values, zeros, the largest key), each checked
 // against std::sort.
 //   top_keys_harness CASES SEED
 #include "prelude.h"
@@ -101,6 +102,34 @@ int main(int argc, char** argv) {
         if (bad < 10) std::printf("BAD case %d (n %d, kind %d): rank %d gave %u (expected %u)\n", c, m, kind, r, got[0], want);
         ++bad;
       }
+    }
+
+    // BlockSortKeys: the first min(n, size) keys, 0 past them, for a size
+    // from 64 to every warp's piece (cases cycle through them).
+    typedef BlockSortKeys<THREADS> Sorter;
+    int size = 64;
+    for (int j = c % 8; j > 0 && size < Sorter::kMaxKeys; --j) size <<= 1;
+    std::vector<u32> sort_in(static_cast<size_t>(Sorter::kMaxKeys), 0u), sort_out(sort_in.size(), 0xdeadbeefu);
+    std::copy(keys.begin(), keys.begin() + std::min(n, size), sort_in.begin());
+    threads.clear();
+    for (int t = 0; t < THREADS; ++t)
+      threads.emplace_back([&, t] {
+        emu_cta = &cta;
+        threadIdx.x = static_cast<unsigned>(t);
+        const int first = 64 * (t / 32) + 2 * (t % 32);
+        u32 v[2] = {first < size ? sort_in[static_cast<size_t>(first)] : 0u, first + 1 < size ? sort_in[static_cast<size_t>(first) + 1] : 0u};
+        Sorter::sort(v, size, lists);
+        if (first < size) {
+          sort_out[static_cast<size_t>(first)] = v[0];
+          sort_out[static_cast<size_t>(first) + 1] = v[1];
+        }
+      });
+    for (auto& t : threads) t.join();
+    std::vector<u32> want(sort_in.begin(), sort_in.begin() + size);
+    std::sort(want.begin(), want.end(), std::greater<u32>());
+    if (!std::equal(want.begin(), want.end(), sort_out.begin())) {
+      if (bad < 10) std::printf("BAD case %d (n %d, kind %d): sort of %d keys\n", c, n, kind, size);
+      ++bad;
     }
   }
   std::printf("top_keys threads %d: %d cases, %d bad\n", THREADS, cases, bad);

@@ -725,6 +725,74 @@ struct FilterRowAgent {
     from_thread_zero(s, nb, nt, b, t);
   }
 
+  // Top-p over top-k's survivors where they are too many for warp 0 and
+  // few enough for the CTA's pieces (kFewSurvivors < k <= kSortedSurvivors,
+  // b and t top-k's boundary over `c`): the keys above b gathered, t copies
+  // of b after them, sorted descending across the CTA (BlockSortKeys), their
+  // masses scanned in that order. Where three mass rounds over the
+  // candidates would each take a 2048-bin histogram. The same b and t as
+  // top_p_boundary() (equal keys carry equal masses).
+  typedef BlockSortKeys<kThreads> SortKeys;
+  static constexpr int kSortedSurvivors = SortKeys::kMaxKeys;
+  static_assert(SortKeys::kBufferKeys <= 2 * kDigits && kSortedSurvivors <= kDigits,
+                "the sort's halves fit the mass bins, the gathered keys the count bins");
+  static SGTOPK_DEVICE void top_p_sorted(Shared& s, const Candidates& c, int k, float top_p, u32 max_key, u32& b, u32& t) {
+    u32* keys = s.count;  // the keys above b, in any order
+    if (threadIdx.x == 0) {
+      s.candidates = 0u;
+      s.total = 0u;
+    }
+    __syncthreads();
+    for (int base = 0; base < c.len; base += kThreads) {  // whole warps: warp_append
+      const int i = base + static_cast<int>(threadIdx.x);
+      const u32 key = i < c.len ? c.key(i) : 0u;
+      const bool take = i < c.len && key > b;
+      const u32 slot = warp_append(take, &s.candidates);
+      if (take) keys[slot] = key;
+    }
+    __syncthreads();
+    const int above = k - static_cast<int>(t);  // keys above b: top-k's count
+    int size = WarpKeys64::kKeys;
+    while (size < k) size <<= 1;
+    const int first = static_cast<int>(threadIdx.x >> 5) * WarpKeys64::kKeys + 2 * static_cast<int>(threadIdx.x & 31u);
+    u32 v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) v[h] = first + h < above ? keys[first + h] : first + h < k ? b : 0u;
+    SortKeys::sort(v, size, s.mass_words[0]);
+    const float top = float_from_ordered_key(max_key);
+    u64 m[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) m[h] = first + h < k ? mass_of(float_from_ordered_key(v[h]), top) : 0u;
+    // The running mass in element order: each warp's, then the warps' before it.
+    const u64 running = warp_running_mass(m[0] + m[1]);
+    const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31u);
+    if (lane == 31) s.scratch[warp] = running;
+    __syncthreads();
+    const u64 warps = warp_running_mass(lane < kThreads / 32 ? s.scratch[lane] : 0u);
+    const u64 total = __shfl_sync(0xffffffffu, warps, 31);
+    const u64 before = (warp == 0 ? 0u : __shfl_sync(0xffffffffu, warps, warp - 1)) + running - m[0] - m[1];
+    __syncthreads();  // every warp has read the warps' sums
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      return;
+    }
+    const u64 target = mass_target(top_p, total);
+    // The one element where the running mass first reaches the target.
+    if (before < target && before + m[0] >= target) s.scratch[33] = v[0];
+    if (before + m[0] < target && before + m[0] + m[1] >= target) s.scratch[33] = v[1];
+    __syncthreads();
+    const u32 bp = static_cast<u32>(s.scratch[33]);
+    add_block_sum(&s.total, (v[0] > bp ? m[0] : 0u) + (v[1] > bp ? m[1] : 0u));
+    __syncthreads();
+    const u64 mass_above = s.total;
+    __syncthreads();  // scratch, total and the bins are rewritten next
+    const u64 each = mass_of(float_from_ordered_key(bp), top);
+    const u32 need = static_cast<u32>((target - mass_above + each - 1u) / each);
+    t = bp == b ? min_of(t, need) : need;
+    b = bp;
+  }
+
   // The mass top-p must reach: ceil(p * Z) in double, at least one unit.
   static SGTOPK_DEVICE u64 mass_target(float top_p, u64 total) {
     const double want = static_cast<double>(top_p) * static_cast<double>(total);
@@ -1452,6 +1520,10 @@ struct FilterRowAgent {
       if constexpr (!kMoreOutputs) {  // not with the other outputs: at 64 registers a thread both spilled
         if (k <= kFewSurvivors) {
           top_p_few(s, c, top_p, max_key, b, t);
+          return true;
+        }
+        if (k <= kSortedSurvivors) {
+          top_p_sorted(s, c, k, top_p, max_key, b, t);
           return true;
         }
       }

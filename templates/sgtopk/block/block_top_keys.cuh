@@ -5,7 +5,8 @@
 // one barrier a level. A rank of at most 64 costs log2(warps) barriers this
 // way, where digit rounds take a 2048-bin histogram, a block scan and five
 // barriers each. Missing keys are 0, the smallest key. BlockRankedKey, at
-// the end, takes only the key at a rank of at most 32, by pops of warp maxima.
+// the end, takes only the key at a rank of at most 32, by pops of warp maxima;
+// BlockSortKeys sorts up to 64 keys a warp across the CTA.
 #pragma once
 #include "sgtopk/block/warp_append.cuh"
 #include "sgtopk/util/common.cuh"
@@ -175,6 +176,59 @@ struct BlockRankedKey {
     }
     __syncthreads();
     return *answer;
+  }
+};
+
+// Sorts up to 64 keys a warp descending across the CTA: warp w holds
+// elements [64 w, 64 w + 64) in registers (element 2 lane + h in v[h]) and
+// sorts them; runs of 128, 256, ... then merge as bitonic networks in the
+// "flip" form (each stage keeps every run descending): a stage whose
+// partner lies in another warp's piece goes through shared memory, one
+// barrier a stage; the strides within a piece (32 down to 1) are shuffles.
+// For 1024 keys: 10 barriers, where three digit rounds over them take about
+// 15 and three 2048-bin histograms.
+template <int kThreads>
+struct BlockSortKeys {
+  static_assert(kThreads % 32 == 0, "whole warps");
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kMaxKeys = kWarps * WarpKeys64::kKeys;
+  static constexpr int kBufferKeys = 2 * kMaxKeys;  // a stage writes one half while the last may still be read
+
+  // Sorts the `size` keys of warps [0, size / 64) descending; `size` a power
+  // of two in [64, kMaxKeys]. Every thread calls it (warps past the pieces
+  // only meet the barriers); `buffer` (kBufferKeys words of shared memory)
+  // is read until it returns, so a barrier precedes its reuse.
+  static SGTOPK_DEVICE void sort(u32 (&v)[2], int size, u32* buffer) {
+    const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+    const bool holds = warp * WarpKeys64::kKeys < size;
+    const int first = warp * WarpKeys64::kKeys + 2 * lane;  // v[0]'s element; v[1]'s is first + 1
+    if (holds) WarpKeys64::sort_descending(v);
+    int half = 0;
+    for (int run = 2 * WarpKeys64::kKeys; run <= size; run <<= 1) {
+      exchange(v, holds, first, buffer + (half++ & 1) * kMaxKeys, run - 1);  // the flip: i against run - 1 - i
+      for (int stride = run >> 2; stride >= WarpKeys64::kKeys; stride >>= 1)
+        exchange(v, holds, first, buffer + (half++ & 1) * kMaxKeys, stride);
+      if (holds) WarpKeys64::stages(v, 64u, 32u);  // every lane descending
+    }
+  }
+
+  // One compare-exchange stage through shared memory: element e against e ^
+  // `mask` (run - 1: its mirror in the run; else a stride), the lower of
+  // the two keeping the larger key.
+  static SGTOPK_DEVICE void exchange(u32 (&v)[2], bool holds, int first, u32* half, int mask) {
+    if (holds) {
+      half[first] = v[0];
+      half[first + 1] = v[1];
+    }
+    __syncthreads();
+    if (holds) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = first + h, partner = e ^ mask;
+        const u32 other = half[partner];
+        v[h] = e < partner ? max_of(v[h], other) : min_of(v[h], other);
+      }
+    }
   }
 };
 
