@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -925,6 +926,58 @@ TEST(FilterGpuEdges, TopPOverHundredsOfTopKSurvivors) {
           synchronize();
           EXPECT_EQ(s.check(s.out(), -kInf), "");
         }
+      }
+      sgtopk_plan_destroy(plan);
+    }
+  }
+}
+
+// Top-k's boundary inside a tie group of 16-bit logits, only some copies
+// kept (the first t by index): 2 to 300 copies of the boundary value (the
+// split's finisher sorts up to 64 copies' indices in warp 0, more go
+// through the digit rounds), 10 to 900 keys above them, with and without
+// top-p, out of place and in place, on the split (4 rows) and filter_row
+// (200 rows), bf16 and fp16.
+TEST(FilterGpuEdges, TopKBoundaryInsideSixteenBitTies) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "sixteen_bit_copies");
+  const int64_t vocab = 128256;
+  const int above_counts[] = {10, 40, 63, 200, 900};
+  const int copy_counts[] = {2, 7, 64, 65, 300};
+  const float ps[] = {1.0f, 1.0f, 0.999999f, 0.9f};
+  std::normal_distribution<float> low(-10.0f, 1.0f);
+  std::uniform_real_distribution<float> high(4.0f, 8.0f);
+  for (const int64_t rows : {4, 200}) {
+    for (sgtopk_dtype dtype : {SGTOPK_BF16, SGTOPK_F16}) {
+      sgtopk_plan plan = compile_filter(rows, vocab, 0, dtype);
+      ASSERT_NE(plan, nullptr);
+      for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(std::to_string(rows) + (dtype == SGTOPK_BF16 ? " rows bf16" : " rows fp16") +
+                     (in_place ? " in place" : " out of place"));
+        Filter16Set s(dtype, rows, vocab, 0, Mode::kMixed, rng);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<float> row(static_cast<size_t>(vocab));
+          for (float& x : row) x = low(rng.engine());
+          std::vector<int64_t> at(static_cast<size_t>(vocab));
+          std::iota(at.begin(), at.end(), int64_t{0});
+          std::shuffle(at.begin(), at.end(), rng.engine());
+          const int above = above_counts[rng() % 5], copies = copy_counts[(r + rng()) % 5];
+          for (int i = 0; i < above; ++i) row[static_cast<size_t>(at[static_cast<size_t>(i)])] = high(rng.engine());
+          for (int i = 0; i < copies; ++i) row[static_cast<size_t>(at[static_cast<size_t>(above + i)])] = 3.0f;
+          std::transform(row.begin(), row.end(), s.logits.begin() + r * vocab, [&](float x) { return narrow(dtype, x); });
+          s.values.k[static_cast<size_t>(r)] = above + 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(copies - 1));
+          s.values.p[static_cast<size_t>(r)] = ps[rng() % 4];
+          s.values.t[static_cast<size_t>(r)] = 1.0f;
+        }
+        s.d_logits.upload(s.logits);
+        s.d_k.upload(s.values.k);
+        s.d_p.upload(s.values.p);
+        s.d_t.upload(s.values.t);
+        if (in_place) s.args.out = s.args.logits;
+        ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+        synchronize();
+        EXPECT_EQ(s.check(in_place ? s.d_logits.download_as<uint16_t>(s.logits.size()) : s.out(), -kInf), "");
       }
       sgtopk_plan_destroy(plan);
     }

@@ -1553,6 +1553,7 @@ struct FilterRowAgent {
   // The highest row index of a kept copy of b among the n candidates, which
   // hold all its copies (0xffffffff: every copy is kept; with t == 0 none
   // is): a count round over the copies where only some are kept.
+  template <bool kFewCopies = true>
   static SGTOPK_DEVICE u32 last_kept_copy(Shared& s, u32 b, u32 t, int n) {
     u32 copies = 0;
     for (int base = 0; base < n; base += kThreads) {
@@ -1560,7 +1561,19 @@ struct FilterRowAgent {
       copies += static_cast<u32>(__syncthreads_count(i < n && s.candidate_key[i] == b));
     }
     if (t >= copies) return 0xffffffffu;
-    return t == 0u ? 0u : nth_copy_index(s, Candidates{s.candidate_key, n, s.candidate_index}, b, t);
+    if (t == 0u) return 0u;
+    const Candidates c{s.candidate_key, n, s.candidate_index};
+    if constexpr (kFewCopies && kWarpSelect && !kMoreOutputs && sizeof(Elem) == 2) {
+      // At most kFewSurvivors copies (16-bit logits tie at the boundary on
+      // most rows; fp32 rarely, and its kernels measured 2 % slower with
+      // this code): warp 0 sorts their indices, with no digit round first
+      // (all share the first digit of ~index: that round only counted them).
+      if (copies <= static_cast<u32>(kFewSurvivors)) {
+        u64 above = 0;
+        return ~few_keys_boundary(s, CopiesOf<Candidates>{c, b, c.len}, t, false, 0.0f, 0u, 0u, 0u, 0u, 0u, &above);
+      }
+    }
+    return nth_copy_index(s, c, b, t);
   }
 
   // Writes the row from the `count` candidates, which hold the kept set:

@@ -384,7 +384,7 @@ struct FilterSplitAgent {
   // (filter_row's last_kept_copy), out of line: inlined into finish_window
   // it spilled 8 bytes at 64 registers.
   static SGTOPK_DEVICE_OUT_OF_LINE u32 window_last_copy(Shared& s, u32 b, u32 t, int n) {
-    return RowAgent::last_kept_copy(s, b, t, n);
+    return RowAgent::template last_kept_copy<false>(s, b, t, n);  // the digit rounds: warp 0's sort spilled here
   }
 
   // The finisher of a top-p-alone row: `count` window keys in the record
