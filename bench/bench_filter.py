@@ -25,6 +25,12 @@ the kept set for `sample`.
 are launch arguments, not compiled in): `kK:pP` each (k 0 is top-p alone, p 1
 top-k alone), e.g. BENCH.md's grid `k50:p1,k1000:p1,k0:p0.9,k0:p0.99,k50:p0.9,
 k50:p0.99,k1000:p0.9,k1000:p0.99`; without it the one pair --k / --p.
+--against B1,B2 times other builds of the library on the same tensors: each
+configuration is compiled and checked exact by every build (the outputs
+poisoned before each), then timed round by round in turn (A, B1, B2, A, ...),
+so that the builds share the inputs, the clocks and the L2 state; the runs
+carry their build's name, and a table of every build's time and its ratio
+to the first ends the output.
 Writes DIR/filter-<date>-<commit>[-<tag>].json and .md; prints the table last.
 Exit status: 0 all exact, 1 otherwise, 2 setup failure.
 """
@@ -33,6 +39,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,6 +90,36 @@ def torch_chain(x, out, k, p):
     out.scatter_(1, idx, s)
 
 
+def build_names(builds):
+    """A short name per build folder: its last path part, with a number where two are the same."""
+    names = []
+    for b in builds:
+        name = os.path.basename(os.path.normpath(b)) or b
+        names.append(name if name not in names else f"{name}#{len(names)}")
+    return names
+
+
+def comparison_table(results, names):
+    """Markdown lines: one row per configuration, each build's ms (a '!' where not exact) and its ratio to the first."""
+    rows, order = {}, []
+    for r in results:
+        key = (r["dtype"], r["batch"], r["vocab"], r["k"], r["p"])
+        if key not in rows:
+            rows[key] = {}
+            order.append(key)
+        rows[key][r["build"]] = r
+    head = "| dtype | batch x vocab | k | p | " + " | ".join(f"{n} ms" for n in names) + " | " + \
+        " | ".join(f"{n} / {names[0]}" for n in names[1:]) + " |"
+    lines = [head, "|" + "---|" * 4 + "---:|" * (2 * len(names) - 1)]
+    for key in order:
+        got = rows[key]
+        cells = [f"{got[n]['ms']:.4f}{'' if got[n]['exact'] else '!'}" if n in got else "-" for n in names]
+        base = got.get(names[0])
+        ratios = [f"{got[n]['ms'] / base['ms']:.3f}" if base and n in got else "-" for n in names[1:]]
+        lines.append(f"| {key[0]} | {key[1]} x {key[2]} | {key[3]} | {key[4]:g} | " + " | ".join(cells + ratios) + " |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build/release")
@@ -98,6 +135,8 @@ def main():
     ap.add_argument("--temperature", type=float, default=1.0, help="temperature applied before top-p (one value for every row)")
     ap.add_argument("--outputs", default="mask", help="mask, sample, mask+sample or candidates:C")
     ap.add_argument("--tag", default=None, help="the record's tag (file-name suffix and the JSON's tag), e.g. 16-bit")
+    ap.add_argument("--against", default=None,
+                    help="other build folders (comma list) timed against --build on the same tensors, round by round")
     args = ap.parse_args()
     modes = [(args.k, args.p)]
     if args.modes:
@@ -111,7 +150,9 @@ def main():
     if torch is None or not torch.cuda.is_available():
         print("bench_filter: no CUDA device", file=sys.stderr)
         return 2
-    lib = sg.Library(args.build)
+    builds = [args.build] + (args.against.split(",") if args.against else [])
+    names = build_names(builds)
+    libs = [sg.Library(b) for b in builds]
     stream = torch.cuda.Stream()
     bw, _ = bs.measure_read_bandwidth(stream, args.rounds)
     commit, _ = bs.git_commit()
@@ -137,8 +178,8 @@ def main():
         sgdtype = {"f32": sg.F32, "bf16": sg.BF16, "f16": sg.F16}[dt]
         esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
-        plan = lib.compile(k=capacity, rows=rows, width=vocab, op=sg.OP_FILTER, flags=flags, device=0,
-                           dtype=sgdtype, policy_toml=args.policy_toml, own_workspace=True)
+        plans = [lib.compile(k=capacity, rows=rows, width=vocab, op=sg.OP_FILTER, flags=flags, device=0,
+                             dtype=sgdtype, policy_toml=args.policy_toml, own_workspace=True) for lib in libs]
         nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
         xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]
@@ -154,35 +195,30 @@ def main():
                 e["candidate_probs"] = torch.full((rows, capacity), float("nan"), device="cuda")
                 e["candidate_counts"] = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
         torch.cuda.synchronize()
+
+        def poison():
+            """The outputs the check reads, as before any call: a build that writes nothing fails."""
+            if with_mask:
+                outs[0].fill_(float("nan"))
+            for name, v in (("sampled_tokens", -7), ("candidate_indices", -7), ("candidate_counts", -7)):
+                if name in extra[0]:
+                    extra[0][name].fill_(v)
+            torch.cuda.synchronize()
+
         for k, p in modes:
             args_list = [sg.filter_args(logits=x, out=o if with_mask else 0, top_k_value=k, top_p_value=p,
                                         temperature_value=args.temperature, **e) for x, o, e in zip(xs, outs, extra)]
-            plan.filter(args_list[0], stream=stream.cuda_stream)
-            stream.synchronize()
             t32 = torch.tensor(args.temperature, dtype=torch.float32).item()  # the args hold the temperature as a float
             scaled = (xs[0].double() / t32).float() if args.temperature != 1.0 else xs[0].float()  # = IEEE float x / T
             keep, ambiguous = reference_keep(scaled, k, p)
-            bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
-            if with_mask:
-                got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
-                bad |= (got != keep).any(dim=1)
-            if "sample" in outputs:
-                tok = extra[0]["sampled_tokens"].long()
-                inside = (tok >= 0) & (tok < vocab)
-                bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
-            if outputs == "candidates":
-                cnt = extra[0]["candidate_counts"].long()
-                bad |= cnt != keep.sum(dim=1)
-                idx = extra[0]["candidate_indices"].long()
-                col = torch.arange(capacity, device="cuda").expand(rows, capacity)
-                written = col < cnt.clamp(max=capacity).unsqueeze(1)
-                got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
-                bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
-            bad &= ~ambiguous
-            exact = not bool(bad.any())
-            all_exact &= exact
-            graphs = [plan.graph(a) for a in args_list]
-            ms, _, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in graphs], stream, args.rounds)
+            checked = [check(plan, args_list[0], poison, stream, keep, ambiguous, xs[0], outs[0], extra[0], rows, vocab,
+                             capacity, with_mask, outputs) for plan in plans]
+            graphs = [[plan.graph(a) for a in args_list] for plan in plans]
+            times = [[] for _ in plans]
+            for _ in range(args.rounds):  # the builds in turn, a round each
+                for b, gs in enumerate(graphs):
+                    _, t, _ = bs.time_calls([lambda g=g: g.launch(stream.cuda_stream) for g in gs], stream, 1)
+                    times[b] += t
             torch_ms = None
             if not args.no_torch:
                 touts = outs if with_mask else [torch.empty_like(x) for x in xs]
@@ -190,21 +226,31 @@ def main():
                                            stream, max(3, args.rounds // 2), max_reps=20)
                 torch_ms = ms_t
             floor_ms = rows * vocab * (2 if with_mask else 1) * esize / (bw * 1e9) * 1e3
-            r = {"op": "filter", "batch": rows, "vocab": vocab, "k": k, "p": p, "temperature": args.temperature,
-                 "dtype": dt, "mode": args.outputs,
-                 "family": plan.info["family"], "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
-                 "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": int(bad.sum()),
-                 "ambiguous_rows": int(ambiguous.sum())}
-            results.append(r)
-            print(f"filter {dt} {rows}x{vocab} k {k} p {p:g}: {ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
-                  f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
+            for b, plan in enumerate(plans):
+                exact, bad_rows = checked[b]
+                all_exact &= exact
+                ms = statistics.median(times[b])
+                r = {"op": "filter", "batch": rows, "vocab": vocab, "k": k, "p": p, "temperature": args.temperature,
+                     "dtype": dt, "mode": args.outputs,
+                     "family": plan.info["family"], "ms": ms, "floor_ms": floor_ms, "ratio": ms / floor_ms,
+                     "torch_sort_ms": torch_ms, "exact": exact, "bad_rows": bad_rows,
+                     "ambiguous_rows": int(ambiguous.sum()), "round_ms": times[b]}
+                if args.against:
+                    r["build"] = names[b]
+                results.append(r)
+                print(f"filter{'[' + names[b] + ']' if args.against else ''} {dt} {rows}x{vocab} k {k} p {p:g}: "
+                      f"{ms:.4f} ms, floor {floor_ms:.4f} ({ms / floor_ms:.2f}x), "
+                      f"torch sort {torch_ms if torch_ms is None else round(torch_ms, 4)}, exact {exact}", flush=True)
             del graphs
         del xs, outs, extra
-        plan.close()
+        for plan in plans:
+            plan.close()
         torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
     doc = {"workload": "filter", "date": date, "commit": commit, "device": torch.cuda.get_device_name(0),
            "read_bandwidth_GBps": bw, "policy_toml": args.policy_toml, "tag": args.tag, "runs": results}
+    if args.against:
+        doc["builds"] = dict(zip(names, builds))
     os.makedirs(args.out, exist_ok=True)
     suffix = "" if args.outputs == "mask" and args.temperature == 1.0 else \
         "-" + args.outputs.replace(":", "").replace("+", "-") + ("" if args.temperature == 1.0 else f"-t{args.temperature:g}")
@@ -213,17 +259,47 @@ def main():
         json.dump(doc, f, indent=1)
     lines = [f"## filter\n\n{date}, commit {commit}, {doc['device']}, read bandwidth {bw:.0f} GB/s, "
              f"k, p as listed, temperature {args.temperature}, outputs {args.outputs}"
-             f"{' (mask out of place)' if with_mask else ''}\n",
-             "| dtype | batch | vocab | k | p | ms | floor ms | ratio | torch sort ms | exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in results:
-        t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
-        lines.append(f"| {r['dtype']} | {r['batch']} | {r['vocab']} | {r['k']} | {r['p']:g} | {r['ms']:.4f} | {r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
-                     f"{'yes' if r['exact'] else 'NO (%d rows)' % r['bad_rows']} |")
+             f"{' (mask out of place)' if with_mask else ''}\n"]
+    if args.against:
+        lines += comparison_table(results, names)
+    else:
+        lines += ["| dtype | batch | vocab | k | p | ms | floor ms | ratio | torch sort ms | exact |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in results:
+            t = "-" if r["torch_sort_ms"] is None else f"{r['torch_sort_ms']:.4f}"
+            lines.append(f"| {r['dtype']} | {r['batch']} | {r['vocab']} | {r['k']} | {r['p']:g} | {r['ms']:.4f} | "
+                         f"{r['floor_ms']:.4f} | {r['ratio']:.2f} | {t} | "
+                         f"{'yes' if r['exact'] else 'NO (%d rows)' % r['bad_rows']} |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all_exact else 1
+
+
+def check(plan, call_args, poison, stream, keep, ambiguous, x, out, extra, rows, vocab, capacity, with_mask, outputs):
+    """(exact, bad rows) of one call of `plan` on the first buffers, its outputs poisoned first."""
+    torch = bs.torch
+    poison()
+    plan.filter(call_args, stream=stream.cuda_stream)
+    stream.synchronize()
+    bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
+    if with_mask:
+        got = out == x  # kept: the logit itself; excluded: -inf
+        bad |= (got != keep).any(dim=1)
+    if "sample" in outputs:
+        tok = extra["sampled_tokens"].long()
+        inside = (tok >= 0) & (tok < vocab)
+        bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
+    if outputs == "candidates":
+        cnt = extra["candidate_counts"].long()
+        bad |= cnt != keep.sum(dim=1)
+        idx = extra["candidate_indices"].long()
+        col = torch.arange(capacity, device="cuda").expand(rows, capacity)
+        written = col < cnt.clamp(max=capacity).unsqueeze(1)
+        got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
+        bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
+    bad &= ~ambiguous
+    return not bool(bad.any()), int(bad.sum())
 
 
 if __name__ == "__main__":
