@@ -195,24 +195,44 @@ def main():
                 e["candidate_probs"] = torch.full((rows, capacity), float("nan"), device="cuda")
                 e["candidate_counts"] = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
         torch.cuda.synchronize()
-
-        def poison():
-            """The outputs the check reads, as before any call: a build that writes nothing fails."""
-            if with_mask:
-                outs[0].fill_(float("nan"))
-            for name, v in (("sampled_tokens", -7), ("candidate_indices", -7), ("candidate_counts", -7)):
-                if name in extra[0]:
-                    extra[0][name].fill_(v)
-            torch.cuda.synchronize()
-
         for k, p in modes:
             args_list = [sg.filter_args(logits=x, out=o if with_mask else 0, top_k_value=k, top_p_value=p,
                                         temperature_value=args.temperature, **e) for x, o, e in zip(xs, outs, extra)]
             t32 = torch.tensor(args.temperature, dtype=torch.float32).item()  # the args hold the temperature as a float
             scaled = (xs[0].double() / t32).float() if args.temperature != 1.0 else xs[0].float()  # = IEEE float x / T
             keep, ambiguous = reference_keep(scaled, k, p)
-            checked = [check(plan, args_list[0], poison, stream, keep, ambiguous, xs[0], outs[0], extra[0], rows, vocab,
-                             capacity, with_mask, outputs) for plan in plans]
+
+            def exactness(plan):
+                """(exact, bad rows) of one call of `plan` on the first buffers, the outputs it is checked on
+                poisoned first (as allocated): a build that writes nothing fails."""
+                if with_mask:
+                    outs[0].fill_(float("nan"))
+                for name in ("sampled_tokens", "candidate_indices", "candidate_counts"):
+                    if name in extra[0]:
+                        extra[0][name].fill_(-7)
+                torch.cuda.synchronize()
+                plan.filter(args_list[0], stream=stream.cuda_stream)
+                stream.synchronize()
+                bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
+                if with_mask:
+                    got = outs[0] == xs[0]  # kept: the logit itself; excluded: -inf
+                    bad |= (got != keep).any(dim=1)
+                if "sample" in outputs:
+                    tok = extra[0]["sampled_tokens"].long()
+                    inside = (tok >= 0) & (tok < vocab)
+                    bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
+                if outputs == "candidates":
+                    cnt = extra[0]["candidate_counts"].long()
+                    bad |= cnt != keep.sum(dim=1)
+                    idx = extra[0]["candidate_indices"].long()
+                    col = torch.arange(capacity, device="cuda").expand(rows, capacity)
+                    written = col < cnt.clamp(max=capacity).unsqueeze(1)
+                    got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
+                    bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
+                bad &= ~ambiguous
+                return not bool(bad.any()), int(bad.sum())
+
+            checked = [exactness(plan) for plan in plans]
             graphs = [[plan.graph(a) for a in args_list] for plan in plans]
             times = [[] for _ in plans]
             for _ in range(args.rounds):  # the builds in turn, a round each
@@ -274,32 +294,6 @@ def main():
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all_exact else 1
-
-
-def check(plan, call_args, poison, stream, keep, ambiguous, x, out, extra, rows, vocab, capacity, with_mask, outputs):
-    """(exact, bad rows) of one call of `plan` on the first buffers, its outputs poisoned first."""
-    torch = bs.torch
-    poison()
-    plan.filter(call_args, stream=stream.cuda_stream)
-    stream.synchronize()
-    bad = torch.zeros(rows, dtype=torch.bool, device="cuda")
-    if with_mask:
-        got = out == x  # kept: the logit itself; excluded: -inf
-        bad |= (got != keep).any(dim=1)
-    if "sample" in outputs:
-        tok = extra["sampled_tokens"].long()
-        inside = (tok >= 0) & (tok < vocab)
-        bad |= ~inside | ~keep.gather(1, tok.clamp(0, vocab - 1).unsqueeze(1)).squeeze(1)
-    if outputs == "candidates":
-        cnt = extra["candidate_counts"].long()
-        bad |= cnt != keep.sum(dim=1)
-        idx = extra["candidate_indices"].long()
-        col = torch.arange(capacity, device="cuda").expand(rows, capacity)
-        written = col < cnt.clamp(max=capacity).unsqueeze(1)
-        got_kept = keep.gather(1, idx.clamp(0, vocab - 1))
-        bad |= (written & ~got_kept).any(dim=1) | (written & ((idx < 0) | (idx >= vocab))).any(dim=1)
-    bad &= ~ambiguous
-    return not bool(bad.any()), int(bad.sum())
 
 
 if __name__ == "__main__":
