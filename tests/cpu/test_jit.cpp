@@ -1274,6 +1274,52 @@ TEST(JitKeyProbes, CompileForSm90) {
 // The L2 bulk prefetches (split, filter_split, filter_row): the policy's
 // values are the kernels' constants on sm_90, the plan says so; before sm_90
 // the constants are 0 and the plan says that the target has none.
+// filter.top_p_by_patterns: bf16 mask plans of filter_row take CTAs of
+// 1024 with the patterns' 128 KB of counts after the row's shared state on
+// sm_90; fp32 logits, the candidate output and sm_80's shared memory keep
+// today's CTA, and the plan says why.
+TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
+  const Policy on = edited_policy([](Policy& p) { p.filter.top_p_by_patterns = true; });
+  struct Case {
+    const char* arch;
+    sgtopk_dtype dtype;
+    uint32_t flags;
+    bool patterns;
+  };
+  for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, true}, Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, false},
+                       Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, false},
+                       Case{"sm_80", SGTOPK_BF16, SGTOPK_FILTER_MASK, false}}) {
+    SCOPED_TRACE(std::string(c.arch) + " dtype " + std::to_string(c.dtype) + " flags " + std::to_string(c.flags));
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.op = SGTOPK_OP_FILTER;
+    p.rows = 1024;
+    p.width = 128256;
+    p.dtype = c.dtype;
+    p.flags = c.flags;
+    if (c.flags & SGTOPK_FILTER_CANDIDATES) p.k = 64;  // the candidate capacity
+    const Plan plan = make_plan(validate_problem(&p), on, resolve_target(-1, c.arch, c.arch));
+    const Plan off = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, c.arch, c.arch));
+    EXPECT_EQ(plan.family, "filter_row");
+    EXPECT_EQ(plan.constant("kPatternBins"), c.patterns ? "1" : "0");
+    EXPECT_EQ(plan.block, c.patterns ? 1024u : off.block);
+    EXPECT_EQ(plan.dynamic_smem_bytes,
+              sgtopk::filter_row_shared_bytes() + (c.patterns ? sgtopk::kFilterPatternBinBytes : 0u));
+    EXPECT_EQ(plan.min_blocks_per_sm, c.patterns ? 1u : off.min_blocks_per_sm);
+    const std::string said = c.patterns ? "a count of each 16-bit pattern" : "no pattern counts";
+    bool found = false;
+    for (const std::string& d : plan.derived) found = found || contains(d, said);
+    EXPECT_TRUE(found) << plan.parameters_text();
+  }
+  // Off (the default): the constant 0 and no line.
+  sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+  p.op = SGTOPK_OP_FILTER;
+  p.rows = 1024;
+  p.width = 128256;
+  p.dtype = SGTOPK_BF16;
+  const Plan plan = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, "sm_90", "sm_90"));
+  EXPECT_EQ(plan.constant("kPatternBins"), "0");
+}
+
 TEST(JitPlanner, BulkPrefetchesOnSm90AndNoneBefore) {
   const auto said = [](const Plan& plan, const std::string& text) {
     for (const std::string& d : plan.derived)

@@ -182,6 +182,9 @@ std::vector<SpillCase> spill_cases() {
       // more fails.
       {"filter_row_prefetch_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16, 0, 32},
+      // Top-p alone by 16-bit patterns (off by default): CTAs of 1024.
+      {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
+       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_BF16},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).

@@ -1033,6 +1033,41 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
   }
 }
 
+// Top-p alone over bf16 rows from a count of each 16-bit pattern
+// (filter.top_p_by_patterns): normal rows of spread 1, 3 and 6 (the
+// benchmark's), 70001 copies of one value (a count past 16 bits: today's
+// route runs), scattered NaNs with a fifth of -inf, and -0 beside +0 and
+// a few values (ties the patterns must count as the keys do); against the
+// reference at p 0, 0.3, 0.9 and 0.99, with and without the patterns.
+TEST(FilterGpuEdges, TopPAloneByPatterns) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "topp_patterns");
+  const int64_t rows = 12, vocab = 70001, pitch = vocab + 5;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> logits(static_cast<size_t>(rows * pitch), kNaN);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < vocab; ++i) {
+      float& x = logits[static_cast<size_t>(r * pitch + i)];
+      const float z = normal(rng.engine());
+      switch (r % 6) {
+        case 3: x = 1.5f; break;
+        case 4: x = i % 97 == 0 ? kNaN : i % 5 == 0 ? -kInf : 3.0f * z; break;
+        case 5: x = i % 4 == 0 ? -0.0f : i % 4 == 1 ? 0.0f : z > 0.0f ? 0.25f : -0.25f; break;
+        default: x = z * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
+      }
+    }
+  for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns = true\n"}) {
+    sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_BF16, policy);
+    ASSERT_NE(plan, nullptr);
+    for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
+      SCOPED_TRACE(std::string(policy) + " p " + std::to_string(p));
+      expect_top_p_alone(plan, SGTOPK_BF16, rows, vocab, pitch, logits, p, rng);
+    }
+    sgtopk_plan_destroy(plan);
+  }
+}
+
 // Top-p alone where the kept set is thousands to tens of thousands of
 // tokens (normal logits of spread 1, 3 and 6: the benchmark's rows), past
 // the sampled route's buffer: the exact route's histogram pass gathers the

@@ -108,6 +108,9 @@ struct Config {
 #define PREFETCH_AHEAD_STEPS 0
 #endif
   static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;  // the passes' L2 look-ahead in steps
+#ifdef PATTERN_BINS
+  static constexpr int kPatternBins = 1;  // top-p alone by 16-bit patterns (bf16)
+#endif
 };
 using Agent = FilterRowAgent<Config>;
 #ifdef SEGMENTS

@@ -122,7 +122,19 @@ struct FilterRowAgent {
   static constexpr int kDigitBits = kFilterDigitBits;
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
-  static constexpr unsigned kSharedBytes = filter_row_shared_bytes();
+  // Top-p alone over bf16 logits by a count of each 16-bit pattern
+  // (Config::kPatternBins, where declared; top_p_by_patterns).
+  template <typename C>
+  static constexpr bool pattern_bins_on(decltype(C::kPatternBins)*) {
+    return C::kPatternBins != 0;
+  }
+  template <typename C>
+  static constexpr bool pattern_bins_on(...) {
+    return false;
+  }
+  static constexpr bool kPatternBins = pattern_bins_on<Config>(nullptr);
+  static_assert(!kPatternBins || Config::kDtype == kFilterBf16, "patterns are counted for bf16 logits");
+  static constexpr unsigned kSharedBytes = filter_row_shared_bytes() + (kPatternBins ? kFilterPatternBinBytes : 0u);
   static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
   static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
@@ -970,6 +982,109 @@ struct FilterRowAgent {
     const u64 each = mass_of(float_from_ordered_key(bp), top);
     b = bp;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
+  }
+
+  // ---- top-p alone over bf16 logits by patterns (kPatternBins). Every
+  // element of one 16-bit pattern has the same scaled value, key and
+  // integer mass, so one pass counting the row's patterns (a 16-bit count
+  // each, two to a word, in 128 KB after FilterRowShared) holds what top-p
+  // needs: the largest key, Z, the boundary pattern and the copies it
+  // keeps, with no second read and no window to miss. The pattern of a
+  // logit is the high half of its ordered key (NaN 0, -0 with +0: the
+  // keys' own order and ties). False where a count would wrap, or where the
+  // temperature maps the boundary's pattern and a neighbour to one key
+  // (subnormal quotients): today's route then runs.
+  static constexpr int kPatterns = 1 << 16;
+  static SGTOPK_DEVICE u32* pattern_bins(Shared& s) {
+    return reinterpret_cast<u32*>(reinterpret_cast<unsigned char*>(&s) + filter_row_shared_bytes());
+  }
+  static SGTOPK_DEVICE u32 pattern_count(const u32* bins, u32 d) { return (bins[d >> 1] >> (16u * (d & 1u))) & 0xffffu; }
+  // The widened logit of pattern d (a negative value's key has its low half all ones).
+  static SGTOPK_DEVICE float pattern_value(u32 d) { return float_from_ordered_key((d << 16) | (d < 0x8000u ? 0xffffu : 0u)); }
+  static SGTOPK_DEVICE float pattern_scaled(const Row& row, u32 d) {
+    const float x = pattern_value(d);
+    return row.scales ? divide(x, row.inverse) : x;
+  }
+  // The integer mass of every element of pattern d, relative to `top`.
+  struct PatternMass {
+    const u32* bins;
+    const Row& row;
+    float top;
+    SGTOPK_DEVICE u64 operator[](int d) const {
+      const u32 n = pattern_count(bins, static_cast<u32>(d));
+      return n == 0u ? 0u : n * mass_of(pattern_scaled(row, static_cast<u32>(d)), top);
+    }
+  };
+  static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
+                                              u32* copies) {
+    static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
+    u32* bins = pattern_bins(s);
+    for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
+    if (threadIdx.x == 0) {
+      s.max_key = 0u;
+      s.candidates = 0u;  // nonzero: a count wrapped
+    }
+    __syncthreads();
+    u32 local_max = 0u, wrapped = 0u;
+    auto visit = [&](const u32(&words)[4], int, u32 valid) {
+#pragma unroll
+      for (int u = 0; u < kPerVector; ++u)
+        if ((valid >> u) & 1u) {
+          const u32 d = ordered_key(Logit::widen(element(words, u))) >> 16;
+          const u32 shift = 16u * (d & 1u);
+          local_max = max_of(local_max, d);
+          wrapped |= static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
+        }
+    };
+    stream_row<kExactLoads>(row.logits, row.len, visit);
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
+    if (wrapped) atomicOr(&s.candidates, 1u);
+    __syncthreads();
+    if (s.candidates != 0u) return false;
+    max_key = ordered_key(pattern_scaled(row, s.max_key));
+    const float top = float_from_ordered_key(max_key);
+    const PatternMass masses{bins, row, top};
+    // Thread i owns kPer consecutive patterns from the top, as scan_digits'
+    // digits: their mass summed once, Z the block's total.
+    constexpr int kPer = kPatterns / kThreads;
+    const int first = kPatterns - (static_cast<int>(threadIdx.x) + 1) * kPer;
+    u64 owned = 0;
+    for (int j = 0; j < kPer; ++j) owned += masses[first + j];
+    u64 total;
+    u64 above = block_exclusive_sum<kThreads, u64>(owned, s.scratch, &total);
+    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+      b = max_key;
+      t = 1u;
+      __syncthreads();
+      return true;
+    }
+    const u64 target = mass_target(top_p, total);
+    if (above < target && target <= above + owned) {  // one thread
+      u32 d = static_cast<u32>(first + kPer - 1);
+      for (;; --d) {
+        const u64 m = masses[static_cast<int>(d)];
+        if (above + m >= target || d == static_cast<u32>(first)) break;
+        above += m;
+      }
+      s.scratch[33] = d;
+      s.scratch[34] = above;
+    }
+    __syncthreads();
+    const u32 d = static_cast<u32>(s.scratch[33]);
+    const u64 mass_above = s.scratch[34];
+    const u32 key = ordered_key(pattern_scaled(row, d));
+    // A temperature that maps a neighbouring pattern to the same key (only
+    // subnormal quotients do) would split b's copies over patterns.
+    const bool merged = row.scales && ((d + 1u < static_cast<u32>(kPatterns) && ordered_key(pattern_scaled(row, d + 1u)) == key) ||
+                                       (d > 0u && ordered_key(pattern_scaled(row, d - 1u)) == key));
+    const u64 each = mass_of(float_from_ordered_key(key), top);
+    *copies = pattern_count(bins, d);
+    __syncthreads();  // every thread has read the answer and the bins
+    if (merged) return false;
+    b = key;
+    t = static_cast<u32>((target - mass_above + each - 1u) / each);
+    return true;
   }
 
   // The window for top-p alone from the sample (`n` keys of a row of `len`)
@@ -1869,7 +1984,9 @@ struct FilterRowAgent {
     u32 b = 0u, t = 0xffffffffu;  // no boundary yet: every key survives
     u32 tau = 0u, window = 0u;
     // No window with the candidate or sample output (registers: see top_p_alone).
-    if (try_sampled && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
+    // Top-p alone by patterns reads the row twice at most: no sample.
+    const bool by_patterns = kPatternBins && !top_k_on;
+    if (try_sampled && !by_patterns && propose(s, row, k, top_k_on, top_p, &tau, kMoreOutputs ? nullptr : &window)) {
       const u32 count = gather(s, row, tau);
       if (decide(s, row, k, top_k_on, top_p, top_p_on, count, b, t)) {
         SGTOPK_FILTER_ROUTE(kRouteSampled);
@@ -1924,8 +2041,12 @@ struct FilterRowAgent {
         if (top_p_on) top_p_boundary(s, row, top_p, max_key, b, t);
       }
     } else {  // top-p alone
-      max_key = largest_key(s, row);  // the first of the order
-      top_p_alone(s, row, top_p, max_key, b, t, &copies, window);
+      bool decided = false;
+      if (by_patterns) decided = top_p_by_patterns(s, row, top_p, max_key, b, t, &copies);
+      if (!decided) {
+        max_key = largest_key(s, row);  // the first of the order
+        top_p_alone(s, row, top_p, max_key, b, t, &copies, window);
+      }
     }
     if (more) outputs_from_row(s, p, r, row, max_key, b, t);  // before an in-place mask
     if (mask) {
