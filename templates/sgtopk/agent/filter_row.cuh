@@ -335,15 +335,24 @@ struct FilterRowAgent {
   // run holds the target reads it again. Every thread gets the answer.
   template <typename Bins>
   static SGTOPK_DEVICE Found scan_digits(const Bins& bins, u64 target, u64* scratch) {
-    constexpr int kPer = kDigits / kThreads;
-    static_assert(kDigits % kThreads == 0, "the digits split evenly over the threads");
-    const int first = kDigits - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest digit owned
-    u64 owned = 0;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) owned += bins[first + j];
     u64 total;
-    u64 above = block_exclusive_sum<kThreads, u64>(owned, scratch, &total);
-    if (above < target && (target <= above + owned || first == 0)) {  // one thread
+    return scan_bins<kDigits>(bins, [&](u64) { return target; }, scratch, &total);
+  }
+  // scan_digits over kBins bins, the target a function of their total
+  // (target_of(total); 0: no search, the answer undefined), the total in
+  // *total for every thread.
+  template <int kBins, typename Bins, typename TargetOf>
+  static SGTOPK_DEVICE Found scan_bins(const Bins& bins, TargetOf&& target_of, u64* scratch, u64* total) {
+    constexpr int kPer = kBins / kThreads;
+    static_assert(kBins % kThreads == 0, "the bins split evenly over the threads");
+    const int first = kBins - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest bin owned
+    constexpr int kUnroll = kPer <= 16 ? kPer : 8;  // a digit scan's few bins whole, 64 patterns by eights
+    u64 owned = 0;
+#pragma unroll kUnroll
+    for (int j = 0; j < kPer; ++j) owned += bins[first + j];
+    u64 above = block_exclusive_sum<kThreads, u64>(owned, scratch, total);
+    const u64 target = target_of(*total);
+    if (target != 0u && above < target && (target <= above + owned || first == 0)) {  // one thread
       u32 d = static_cast<u32>(first + kPer - 1);
       for (;; --d) {
         if (above + bins[d] >= target || d == static_cast<u32>(first)) break;
@@ -1044,35 +1053,18 @@ struct FilterRowAgent {
     if (s.candidates != 0u) return false;
     max_key = ordered_key(pattern_scaled(row, s.max_key));
     const float top = float_from_ordered_key(max_key);
-    const PatternMass masses{bins, row, top};
-    // Thread i owns kPer consecutive patterns from the top, as scan_digits'
-    // digits: their mass summed once, Z the block's total.
-    constexpr int kPer = kPatterns / kThreads;
-    const int first = kPatterns - (static_cast<int>(threadIdx.x) + 1) * kPer;
-    u64 owned = 0;
-    for (int j = 0; j < kPer; ++j) owned += masses[first + j];
-    u64 total;
-    u64 above = block_exclusive_sum<kThreads, u64>(owned, s.scratch, &total);
-    if (top_p <= 0.0f || total == 0u) {  // the first token of the order only
+    // Z is the patterns' total mass; the pattern where the mass from the top reaches p's target.
+    u64 total, target = 0;
+    const Found found = scan_bins<kPatterns>(
+        PatternMass{bins, row, top},
+        [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, s.scratch, &total);
+    if (target == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
-      __syncthreads();
       return true;
     }
-    const u64 target = mass_target(top_p, total);
-    if (above < target && target <= above + owned) {  // one thread
-      u32 d = static_cast<u32>(first + kPer - 1);
-      for (;; --d) {
-        const u64 m = masses[static_cast<int>(d)];
-        if (above + m >= target || d == static_cast<u32>(first)) break;
-        above += m;
-      }
-      s.scratch[33] = d;
-      s.scratch[34] = above;
-    }
-    __syncthreads();
-    const u32 d = static_cast<u32>(s.scratch[33]);
-    const u64 mass_above = s.scratch[34];
+    const u32 d = found.digit;
+    const u64 mass_above = found.above;
     const u32 key = ordered_key(pattern_scaled(row, d));
     // A temperature that maps a neighbouring pattern to the same key (only
     // subnormal quotients do) would split b's copies over patterns.
