@@ -1274,7 +1274,7 @@ TEST(JitKeyProbes, CompileForSm90) {
 // The L2 bulk prefetches (split, filter_split, filter_row): the policy's
 // values are the kernels' constants on sm_90, the plan says so; before sm_90
 // the constants are 0 and the plan says that the target has none.
-// filter.top_p_by_patterns: bf16 mask plans of filter_row take CTAs of
+// filter.top_p_by_patterns: 16-bit mask plans of filter_row take CTAs of
 // 1024 with the patterns' 128 KB of counts after the row's shared state on
 // sm_90; fp32 logits, the candidate output and sm_80's shared memory keep
 // today's CTA, and the plan says why.
@@ -1286,7 +1286,8 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
     uint32_t flags;
     bool patterns;
   };
-  for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, true}, Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, false},
+  for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, true}, Case{"sm_90", SGTOPK_F16, SGTOPK_FILTER_MASK, true},
+                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, false},
                        Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, false},
                        Case{"sm_80", SGTOPK_BF16, SGTOPK_FILTER_MASK, false}}) {
     SCOPED_TRACE(std::string(c.arch) + " dtype " + std::to_string(c.dtype) + " flags " + std::to_string(c.flags));

@@ -185,6 +185,11 @@ std::vector<SpillCase> spill_cases() {
       // Top-p alone by 16-bit patterns (off by default): CTAs of 1024.
       {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\ntop_p_by_patterns = true\n", SGTOPK_BF16},
+      // fp16 spills 4 bytes (an 8-byte frame) with the patterns (the same
+      // CTA without them: none); to be removed before the route is on by
+      // default. More fails.
+      {"filter_row_patterns_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
+       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_F16, 0, 8},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).

@@ -1033,7 +1033,7 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
   }
 }
 
-// Top-p alone over bf16 rows from a count of each 16-bit pattern
+// Top-p alone over bf16 and fp16 rows from a count of each 16-bit pattern
 // (filter.top_p_by_patterns): normal rows of spread 1, 3 and 6 (the
 // benchmark's), 70001 copies of one value (a count past 16 bits: today's
 // route runs), scattered NaNs with a fifth of -inf, and -0 beside +0 and
@@ -1057,15 +1057,16 @@ TEST(FilterGpuEdges, TopPAloneByPatterns) {
         default: x = z * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
       }
     }
-  for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns = true\n"}) {
-    sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_BF16, policy);
-    ASSERT_NE(plan, nullptr);
-    for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
-      SCOPED_TRACE(std::string(policy) + " p " + std::to_string(p));
-      expect_top_p_alone(plan, SGTOPK_BF16, rows, vocab, pitch, logits, p, rng);
+  for (const sgtopk_dtype dtype : {SGTOPK_BF16, SGTOPK_F16})
+    for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns = true\n"}) {
+      sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
+      ASSERT_NE(plan, nullptr);
+      for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
+        SCOPED_TRACE(std::string(policy) + (dtype == SGTOPK_BF16 ? " bf16" : " f16") + " p " + std::to_string(p));
+        expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng);
+      }
+      sgtopk_plan_destroy(plan);
     }
-    sgtopk_plan_destroy(plan);
-  }
 }
 
 // Top-p alone where the kept set is thousands to tens of thousands of

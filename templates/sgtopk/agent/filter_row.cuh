@@ -133,7 +133,7 @@ struct FilterRowAgent {
     return false;
   }
   static constexpr bool kPatternBins = pattern_bins_on<Config>(nullptr);
-  static_assert(!kPatternBins || Config::kDtype == kFilterBf16, "patterns are counted for bf16 logits");
+  static_assert(!kPatternBins || Config::kDtype != kFilterF32, "patterns are counted for 16-bit logits");
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes() + (kPatternBins ? kFilterPatternBinBytes : 0u);
   static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
   static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
@@ -993,14 +993,14 @@ struct FilterRowAgent {
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
   }
 
-  // ---- top-p alone over bf16 logits by patterns (kPatternBins). Every
+  // ---- top-p alone over 16-bit logits by patterns (kPatternBins). Every
   // element of one 16-bit pattern has the same scaled value, key and
   // integer mass, so one pass counting the row's patterns (a 16-bit count
   // each, two to a word, in 128 KB after FilterRowShared) holds what top-p
   // needs: the largest key, Z, the boundary pattern and the copies it
   // keeps, with no second read and no window to miss. The pattern of a
-  // logit is the high half of its ordered key (NaN 0, -0 with +0: the
-  // keys' own order and ties). False where a count would wrap, or where the
+  // logit orders its 16 bits as ordered_key orders floats (NaN 0, -0 with
+  // +0: the keys' own order and ties). False where a count would wrap, or where the
   // temperature maps the boundary's pattern and a neighbour to one key
   // (subnormal quotients): today's route then runs.
   static constexpr int kPatterns = 1 << 16;
@@ -1008,8 +1008,20 @@ struct FilterRowAgent {
     return reinterpret_cast<u32*>(reinterpret_cast<unsigned char*>(&s) + filter_row_shared_bytes());
   }
   static SGTOPK_DEVICE u32 pattern_count(const u32* bins, u32 d) { return (bins[d >> 1] >> (16u * (d & 1u))) & 0xffffu; }
-  // The widened logit of pattern d (a negative value's key has its low half all ones).
-  static SGTOPK_DEVICE float pattern_value(u32 d) { return float_from_ordered_key((d << 16) | (d < 0x8000u ? 0xffffu : 0u)); }
+  // The pattern of a 16-bit logit: NaN 0, -0 as +0, else the bits with
+  // the sign flipped (positive) or all flipped (negative), in value order.
+  static SGTOPK_DEVICE u32 pattern_of(Elem e) {
+    const u32 h = static_cast<u32>(e);
+    const u32 magnitude = h & 0x7fffu, nan_above = Config::kDtype == kFilterBf16 ? 0x7f80u : 0x7c00u;
+    if (magnitude > nan_above) return 0u;
+    if (magnitude == 0u) return 0x8000u;
+    return h & 0x8000u ? ~h & 0xffffu : h | 0x8000u;
+  }
+  // The widened logit of pattern d (d != 0).
+  static SGTOPK_DEVICE float pattern_value(u32 d) {
+    if (d == 0u) return __uint_as_float(0x7fc00000u);  // NaN: no mass
+    return Logit::widen(static_cast<Elem>(d & 0x8000u ? d & 0x7fffu : ~d & 0xffffu));
+  }
   static SGTOPK_DEVICE float pattern_scaled(const Row& row, u32 d) {
     const float x = pattern_value(d);
     return row.scales ? divide(x, row.inverse) : x;
@@ -1039,7 +1051,7 @@ struct FilterRowAgent {
 #pragma unroll
       for (int u = 0; u < kPerVector; ++u)
         if ((valid >> u) & 1u) {
-          const u32 d = ordered_key(Logit::widen(element(words, u))) >> 16;
+          const u32 d = pattern_of(element(words, u));
           const u32 shift = 16u * (d & 1u);
           local_max = max_of(local_max, d);
           wrapped |= static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
