@@ -302,9 +302,9 @@
     "this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs of 512\n" \
     "keep 32 KB of loads in flight an SM, too few to hide DRAM's latency") \
   X(BOOL, top_p_by_patterns, false, (), \
-    "16-bit (bf16, fp16) mask plans of filter_row: top-p alone from one count a 16-bit pattern of the row (128 KB of\n" \
-    "shared memory, CTAs of 1024 threads, one an SM), two reads of the row at most; where the device's\n" \
-    "shared memory allows (sm_90)") \
+    "mask plans of filter_row: top-p alone from one count a 16-bit pattern of the row (128 KB of shared memory,\n" \
+    "CTAs of 1024 threads, one an SM; the logit's bits in bf16 and fp16, two reads; an fp32 key's top half, whose\n" \
+    "counts name the window of the next read, three); where the device's shared memory allows (sm_90)") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \

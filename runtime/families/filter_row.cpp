@@ -61,10 +61,10 @@ FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm
 
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
   const FilterRowCta cta = filter_row_cta(p, policy.filter, target.sm_count);
-  // Top-p alone by 16-bit patterns (bf16, fp16): their counts beside the row's shared
-  // state, in CTAs of 1024 (one an SM by memory).
+  // Top-p alone by 16-bit patterns (of a 16-bit logit, of an fp32 key's top half): their
+  // counts beside the row's shared state, in CTAs of 1024 (one an SM by memory).
   const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes;
-  const bool by_patterns = policy.filter.top_p_by_patterns && p.dtype != SGTOPK_F32 && !p.filter_candidates &&
+  const bool by_patterns = policy.filter.top_p_by_patterns && !p.filter_candidates &&
                            !p.filter_sample && pattern_bytes <= max_dynamic_shared_bytes(target.arch);
   const int threads = by_patterns ? 1024 : cta.threads;
   plan.block = static_cast<unsigned>(threads);
@@ -74,7 +74,7 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   plan.dynamic_smem_bytes = by_patterns ? pattern_bytes : sgtopk::filter_row_shared_bytes();
   if (policy.filter.top_p_by_patterns)
     plan.derived.push_back(by_patterns ? "top-p alone from a count of each 16-bit pattern, CTAs of 1024 [filter.top_p_by_patterns]"
-                                       : "no pattern counts: 16-bit mask plans only, within the device's shared memory [filter.top_p_by_patterns]");
+                                       : "no pattern counts: mask plans only, within the device's shared memory [filter.top_p_by_patterns]");
   // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
   // threads, two (64 registers a thread); at 1024, one.
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));

@@ -1287,7 +1287,7 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
     bool patterns;
   };
   for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, true}, Case{"sm_90", SGTOPK_F16, SGTOPK_FILTER_MASK, true},
-                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, false},
+                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, true},
                        Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, false},
                        Case{"sm_80", SGTOPK_BF16, SGTOPK_FILTER_MASK, false}}) {
     SCOPED_TRACE(std::string(c.arch) + " dtype " + std::to_string(c.dtype) + " flags " + std::to_string(c.flags));

@@ -185,6 +185,9 @@ std::vector<SpillCase> spill_cases() {
       // Top-p alone by 16-bit patterns (off by default): CTAs of 1024.
       {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\ntop_p_by_patterns = true\n", SGTOPK_BF16},
+      // fp32 spills 28 bytes; to be removed with fp16's.
+      {"filter_row_patterns_f32_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
+       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_F32, 0, 28},
       // fp16 spills 4 bytes (an 8-byte frame) with the patterns (the same
       // CTA without them: none); to be removed before the route is on by
       // default. More fails.

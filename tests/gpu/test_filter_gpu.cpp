@@ -1033,10 +1033,10 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
   }
 }
 
-// Top-p alone over bf16 and fp16 rows from a count of each 16-bit pattern
-// (filter.top_p_by_patterns): normal rows of spread 1, 3 and 6 (the
-// benchmark's), 70001 copies of one value (a count past 16 bits: today's
-// route runs), scattered NaNs with a fifth of -inf, and -0 beside +0 and
+// Top-p alone from a count of each 16-bit pattern (filter.top_p_by_patterns;
+// fp32: of the key's top half, a window): normal rows of spread 1, 3 and 6
+// (the benchmark's), 70001 copies of one value (a count past 16 bits: the
+// histogram route runs), scattered NaNs with a fifth of -inf, and -0 beside +0 and
 // a few values (ties the patterns must count as the keys do); against the
 // reference at p 0, 0.3, 0.9 and 0.99, with and without the patterns.
 TEST(FilterGpuEdges, TopPAloneByPatterns) {
@@ -1057,12 +1057,13 @@ TEST(FilterGpuEdges, TopPAloneByPatterns) {
         default: x = z * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
       }
     }
-  for (const sgtopk_dtype dtype : {SGTOPK_BF16, SGTOPK_F16})
+  for (const sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16})
     for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns = true\n"}) {
       sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
       ASSERT_NE(plan, nullptr);
       for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
-        SCOPED_TRACE(std::string(policy) + (dtype == SGTOPK_BF16 ? " bf16" : " f16") + " p " + std::to_string(p));
+        SCOPED_TRACE(std::string(policy) + (dtype == SGTOPK_F32 ? " f32" : dtype == SGTOPK_BF16 ? " bf16" : " f16") + " p " +
+                     std::to_string(p));
         expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng);
       }
       sgtopk_plan_destroy(plan);

@@ -109,7 +109,7 @@ struct Config {
 #endif
   static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;  // the passes' L2 look-ahead in steps
 #ifdef PATTERN_BINS
-  static constexpr int kPatternBins = 1;  // top-p alone by 16-bit patterns (bf16, fp16)
+  static constexpr int kPatternBins = 1;  // top-p alone by 16-bit patterns
 #endif
 };
 using Agent = FilterRowAgent<Config>;

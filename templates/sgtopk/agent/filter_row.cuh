@@ -122,7 +122,7 @@ struct FilterRowAgent {
   static constexpr int kDigitBits = kFilterDigitBits;
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr u64 kMassOne = u64{1} << 40;
-  // Top-p alone over bf16 logits by a count of each 16-bit pattern
+  // Top-p alone by a count of each 16-bit pattern
   // (Config::kPatternBins, where declared; top_p_by_patterns).
   template <typename C>
   static constexpr bool pattern_bins_on(decltype(C::kPatternBins)*) {
@@ -133,7 +133,6 @@ struct FilterRowAgent {
     return false;
   }
   static constexpr bool kPatternBins = pattern_bins_on<Config>(nullptr);
-  static_assert(!kPatternBins || Config::kDtype != kFilterF32, "patterns are counted for 16-bit logits");
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes() + (kPatternBins ? kFilterPatternBinBytes : 0u);
   static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
   static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
@@ -897,7 +896,10 @@ struct FilterRowAgent {
   // The window pass (no histogram, no shared atomic but the window's
   // appends), then window_boundary. One load in flight where its elements
   // interleave (kBranchFreePasses): with two, the fp32 kernel spilled.
+  // `digits` are first digits (the key's top 11 bits, kWindowShift 21) or
+  // fp32's patterns (its top 16, 16).
   static constexpr int kWindowLoads = kBranchFreePasses ? 1 : kExactLoads;
+  template <int kWindowShift = 21>
   static SGTOPK_DEVICE bool top_p_window(Shared& s, const Row& row, float top_p, u32 max_key, u32& b, u32& t,
                                          u32* copies, const WindowDigits& digits) {
     const float top = float_from_ordered_key(max_key);
@@ -913,7 +915,7 @@ struct FilterRowAgent {
         u32 take = 0u;
         for_each_element(words, valid, [&](int u, Elem e, bool in) {
           const float x = row.scale(e, scaling);
-          const u32 d = pass_key(x) >> 21;
+          const u32 d = pass_key(x) >> kWindowShift;
           const u64 m = mass_of<kBranchFreePasses>(x, top);
           z += m;
           above += d > digits.high ? m : 0u;
@@ -1039,6 +1041,7 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
                                               u32* copies) {
     static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
+    if constexpr (Config::kDtype == kFilterF32) return top_p_by_key_patterns(s, row, top_p, max_key, b, t, copies);
     u32* bins = pattern_bins(s);
     for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
     if (threadIdx.x == 0) {
@@ -1088,6 +1091,76 @@ struct FilterRowAgent {
     if (merged) return false;
     b = key;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
+    return true;
+  }
+
+  // fp32: a pattern is a scaled key's top 16 bits, and its elements'
+  // masses differ, so the counts only name a window of patterns around the
+  // boundary (a pattern's mass estimated at its middle key: speed only); the
+  // window pass decides with exact masses, and where the boundary lies
+  // outside the window (or a count wrapped), the histogram route. Three
+  // reads with the mask's, no sample.
+  static constexpr int kWindowPatternsEachSide = 4;
+  struct EstimatedPatternMass {
+    const u32* bins;
+    u32 max_key;
+    SGTOPK_DEVICE u64 operator[](int d) const {
+      const u32 n = pattern_count(bins, static_cast<u32>(d));
+      if (n == 0u) return 0u;
+      const u32 middle = min_of((static_cast<u32>(d) << 16) | 0x8000u, max_key);  // NaN's pattern: NaN, no mass
+      return n * mass_of(float_from_ordered_key(middle), float_from_ordered_key(max_key));
+    }
+  };
+  static SGTOPK_DEVICE bool top_p_by_key_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b,
+                                                  u32& t, u32* copies) {
+    u32* bins = pattern_bins(s);
+    for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
+    if (threadIdx.x == 0) {
+      s.max_key = 0u;
+      s.candidates = 0u;  // nonzero: a count wrapped
+    }
+    __syncthreads();
+    u32 local_max = 0u, wrapped = 0u;
+    for_each_key(row, [&](float, u32 key, int) {
+      const u32 d = key >> 16, shift = 16u * (d & 1u);
+      local_max = max_of(local_max, key);
+      wrapped |= static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
+    });
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
+    if (wrapped) atomicOr(&s.candidates, 1u);
+    __syncthreads();
+    max_key = s.max_key;
+    bool windowed = s.candidates == 0u;
+    __syncthreads();  // every thread has read the flag
+    if (windowed) {
+      u64 total, target = 0;
+      const Found found = scan_bins<kPatterns>(
+          EstimatedPatternMass{bins, max_key},
+          [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, s.scratch, &total);
+      if (top_p <= 0.0f) {  // the first token of the order only
+        b = max_key;
+        t = 1u;
+        return true;
+      }
+      WindowDigits window{found.digit, found.digit};
+      windowed = target != 0u;  // else no estimated mass (every key NaN or -inf), and no answer
+      if (windowed) {
+        u32 n = pattern_count(bins, found.digit);
+#pragma unroll 1
+        for (int i = 0; i < kWindowPatternsEachSide; ++i) {
+          if (window.high + 1u < static_cast<u32>(kPatterns) && n + pattern_count(bins, window.high + 1u) <= kWindowKeys)
+            n += pattern_count(bins, ++window.high);
+          if (window.low > 0u && n + pattern_count(bins, window.low - 1u) <= kWindowKeys)
+            n += pattern_count(bins, --window.low);
+        }
+        windowed = n <= static_cast<u32>(kWindowKeys);
+      }
+      __syncthreads();  // every thread has read the scan's answer and the bins
+      if (windowed && top_p_window<16>(s, row, top_p, max_key, b, t, copies, window)) return true;
+      __syncthreads();  // the window pass's shared state is read
+    }
+    top_p_alone(s, row, top_p, max_key, b, t, copies, 0u);
     return true;
   }
 
