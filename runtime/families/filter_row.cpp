@@ -64,7 +64,8 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // Top-p alone by 16-bit patterns (of a 16-bit logit, of an fp32 key's top half): their
   // counts beside the row's shared state, in CTAs of 1024 (one an SM by memory).
   const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes;
-  const bool by_patterns = policy.filter.top_p_by_patterns && !p.filter_candidates &&
+  const int64_t min_width = policy.filter.top_p_by_patterns_min_width;
+  const bool by_patterns = min_width > 0 && p.width >= min_width && !p.filter_candidates &&
                            !p.filter_sample && pattern_bytes <= max_dynamic_shared_bytes(target.arch);
   const int threads = by_patterns ? 1024 : cta.threads;
   plan.block = static_cast<unsigned>(threads);
@@ -72,9 +73,10 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   // default 48 KB, so the loader opts in (kernel_module.cpp), within every
   // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90 by memory.
   plan.dynamic_smem_bytes = by_patterns ? pattern_bytes : sgtopk::filter_row_shared_bytes();
-  if (policy.filter.top_p_by_patterns)
-    plan.derived.push_back(by_patterns ? "top-p alone from a count of each 16-bit pattern, CTAs of 1024 [filter.top_p_by_patterns]"
-                                       : "no pattern counts: mask plans only, within the device's shared memory [filter.top_p_by_patterns]");
+  if (min_width > 0)
+    plan.derived.push_back(by_patterns ? "top-p alone from a count of each 16-bit pattern, CTAs of 1024 [filter.top_p_by_patterns_min_width]"
+                                       : "no pattern counts: mask plans of rows at least this wide only, within the device's shared "
+                                         "memory [filter.top_p_by_patterns_min_width]");
   // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
   // threads, two (64 registers a thread); at 1024, one.
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));

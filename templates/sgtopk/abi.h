@@ -282,8 +282,8 @@ SGTOPK_ABI_FN FilterSamplePoints filter_sample_points(int len, int count, int sh
 }
 
 SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
-// filter_row's top-p alone by 16-bit patterns (policy filter.top_p_by_patterns):
-// a count a bf16 pattern, two to a word, after FilterRowShared.
+// filter_row's top-p alone by 16-bit patterns (policy filter.top_p_by_patterns_min_width):
+// a 16-bit count a pattern, two to a word, after FilterRowShared.
 constexpr unsigned kFilterPatternBinBytes = (1u << 16) * 2u;
 
 }  // namespace sgtopk

@@ -1271,30 +1271,32 @@ TEST(JitKeyProbes, CompileForSm90) {
   }
 }
 
-// The L2 bulk prefetches (split, filter_split, filter_row): the policy's
-// values are the kernels' constants on sm_90, the plan says so; before sm_90
-// the constants are 0 and the plan says that the target has none.
-// filter.top_p_by_patterns: 16-bit mask plans of filter_row take CTAs of
-// 1024 with the patterns' 128 KB of counts after the row's shared state on
-// sm_90; fp32 logits, the candidate output and sm_80's shared memory keep
-// today's CTA, and the plan says why.
+// filter.top_p_by_patterns_min_width: mask plans of filter_row whose rows
+// are at least that wide take CTAs of 1024 with the patterns' 128 KB of
+// counts after the row's shared state on sm_90 (every dtype); narrower
+// rows, the candidate output and sm_80's shared memory keep today's CTA,
+// and the plan says why.
 TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
-  const Policy on = edited_policy([](Policy& p) { p.filter.top_p_by_patterns = true; });
+  const Policy on = edited_policy([](Policy& p) { p.filter.top_p_by_patterns_min_width = 100000; });
   struct Case {
     const char* arch;
     sgtopk_dtype dtype;
     uint32_t flags;
+    int64_t width;
     bool patterns;
   };
-  for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, true}, Case{"sm_90", SGTOPK_F16, SGTOPK_FILTER_MASK, true},
-                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, true},
-                       Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, false},
-                       Case{"sm_80", SGTOPK_BF16, SGTOPK_FILTER_MASK, false}}) {
-    SCOPED_TRACE(std::string(c.arch) + " dtype " + std::to_string(c.dtype) + " flags " + std::to_string(c.flags));
+  for (const Case c : {Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK, 128256, true},
+                       Case{"sm_90", SGTOPK_F16, SGTOPK_FILTER_MASK, 128256, true},
+                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, 100000, true},
+                       Case{"sm_90", SGTOPK_F32, SGTOPK_FILTER_MASK, 99999, false},
+                       Case{"sm_90", SGTOPK_BF16, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, 128256, false},
+                       Case{"sm_80", SGTOPK_BF16, SGTOPK_FILTER_MASK, 128256, false}}) {
+    SCOPED_TRACE(std::string(c.arch) + " dtype " + std::to_string(c.dtype) + " flags " + std::to_string(c.flags) + " width " +
+                 std::to_string(c.width));
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;
     p.op = SGTOPK_OP_FILTER;
     p.rows = 1024;
-    p.width = 128256;
+    p.width = c.width;
     p.dtype = c.dtype;
     p.flags = c.flags;
     if (c.flags & SGTOPK_FILTER_CANDIDATES) p.k = 64;  // the candidate capacity
@@ -1319,8 +1321,12 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
   p.dtype = SGTOPK_BF16;
   const Plan plan = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, "sm_90", "sm_90"));
   EXPECT_EQ(plan.constant("kPatternBins"), "0");
+  for (const std::string& d : plan.derived) EXPECT_FALSE(contains(d, "top_p_by_patterns")) << d;
 }
 
+// The L2 bulk prefetches (split, filter_split, filter_row): the policy's
+// values are the kernels' constants on sm_90, the plan says so; before sm_90
+// the constants are 0 and the plan says that the target has none.
 TEST(JitPlanner, BulkPrefetchesOnSm90AndNoneBefore) {
   const auto said = [](const Plan& plan, const std::string& text) {
     for (const std::string& d : plan.derived)

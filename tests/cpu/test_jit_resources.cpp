@@ -184,15 +184,15 @@ std::vector<SpillCase> spill_cases() {
        "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16, 0, 32},
       // Top-p alone by 16-bit patterns (off by default): CTAs of 1024.
       {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_BF16},
+       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_BF16},
       // fp32 spills 28 bytes; to be removed with fp16's.
       {"filter_row_patterns_f32_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_F32, 0, 28},
+       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_F32, 0, 28},
       // fp16 spills 4 bytes (an 8-byte frame) with the patterns (the same
       // CTA without them: none); to be removed before the route is on by
       // default. More fails.
       {"filter_row_patterns_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns = true\n", SGTOPK_F16, 0, 8},
+       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_F16, 0, 8},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).

@@ -1033,32 +1033,33 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
   }
 }
 
-// Top-p alone from a count of each 16-bit pattern (filter.top_p_by_patterns;
-// fp32: of the key's top half, a window): normal rows of spread 1, 3 and 6
-// (the benchmark's), 70001 copies of one value (a count past 16 bits: the
-// histogram route runs), scattered NaNs with a fifth of -inf, and -0 beside +0 and
-// a few values (ties the patterns must count as the keys do); against the
-// reference at p 0, 0.3, 0.9 and 0.99, with and without the patterns.
-TEST(FilterGpuEdges, TopPAloneByPatterns) {
-  SGTOPK_REQUIRE_GPU();
-  test_context();
-  SGTOPK_SEEDED_RNG(rng, "topp_patterns");
-  const int64_t rows = 12, vocab = 70001, pitch = vocab + 5;
+// Top-p alone from a count of each 16-bit pattern (filter.top_p_by_patterns_min_width;
+// fp32: of the key's top half, a window), `rows` of `vocab` at an odd pitch:
+// normal rows of spread 1, 3 and 6 (the benchmark's), `vocab` copies of one
+// value (past 65535: a count wraps, the histogram route runs), scattered
+// NaNs with a fifth of -inf, -0 beside +0 and a few values (ties the
+// patterns must count as the keys do), and rows of -inf but one NaN (no
+// mass); against the reference at p 0, 0.3, 0.9 and 0.99, with and without
+// the patterns.
+template <typename Rng>
+void expect_top_p_alone_by_patterns(int64_t rows, int64_t vocab, Rng& rng) {
+  const int64_t pitch = vocab + 5;
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> logits(static_cast<size_t>(rows * pitch), kNaN);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < vocab; ++i) {
       float& x = logits[static_cast<size_t>(r * pitch + i)];
       const float z = normal(rng.engine());
-      switch (r % 6) {
+      switch (r % 7) {
         case 3: x = 1.5f; break;
         case 4: x = i % 97 == 0 ? kNaN : i % 5 == 0 ? -kInf : 3.0f * z; break;
         case 5: x = i % 4 == 0 ? -0.0f : i % 4 == 1 ? 0.0f : z > 0.0f ? 0.25f : -0.25f; break;
+        case 6: x = i == vocab / 2 ? kNaN : -kInf; break;
         default: x = z * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
       }
     }
   for (const sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16})
-    for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns = true\n"}) {
+    for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns_min_width = 1\n"}) {
       sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
       ASSERT_NE(plan, nullptr);
       for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
@@ -1068,6 +1069,21 @@ TEST(FilterGpuEdges, TopPAloneByPatterns) {
       }
       sgtopk_plan_destroy(plan);
     }
+}
+
+TEST(FilterGpuEdges, TopPAloneByPatterns) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "topp_patterns");
+  expect_top_p_alone_by_patterns(14, 70001, rng);
+}
+
+// The same rows, short (no count wraps): for compute-sanitizer.
+TEST(FilterGpuEdges, TopPAloneByPatternsShort) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "topp_patterns_short");
+  expect_top_p_alone_by_patterns(7, 5003, rng);
 }
 
 // Top-p alone where the kept set is thousands to tens of thousands of
