@@ -1038,10 +1038,10 @@ struct FilterRowAgent {
       return n == 0u ? 0u : n * mass_of(pattern_scaled(row, static_cast<u32>(d)), top);
     }
   };
-  static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
-                                              u32* copies) {
-    static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
-    if constexpr (Config::kDtype == kFilterF32) return top_p_by_key_patterns(s, row, top_p, max_key, b, t, copies);
+  // The count pass's pieces: the bins and the flags cleared; one count
+  // (1 where it wrapped: the neighbour's count is then wrong); each warp's
+  // largest pattern or key and the wrap flag published.
+  static SGTOPK_DEVICE u32* clear_patterns(Shared& s) {
     u32* bins = pattern_bins(s);
     for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
     if (threadIdx.x == 0) {
@@ -1049,22 +1049,35 @@ struct FilterRowAgent {
       s.candidates = 0u;  // nonzero: a count wrapped
     }
     __syncthreads();
+    return bins;
+  }
+  static SGTOPK_DEVICE u32 count_pattern(u32* bins, u32 d) {
+    const u32 shift = 16u * (d & 1u);
+    return static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
+  }
+  static SGTOPK_DEVICE void publish_count(Shared& s, u32 local_max, u32 wrapped) {
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
+    if (wrapped) atomicOr(&s.candidates, 1u);
+    __syncthreads();
+  }
+  static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
+                                              u32* copies) {
+    static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
+    if constexpr (Config::kDtype == kFilterF32) return top_p_by_key_patterns(s, row, top_p, max_key, b, t, copies);
+    u32* bins = clear_patterns(s);
     u32 local_max = 0u, wrapped = 0u;
     auto visit = [&](const u32(&words)[4], int, u32 valid) {
 #pragma unroll
       for (int u = 0; u < kPerVector; ++u)
         if ((valid >> u) & 1u) {
           const u32 d = pattern_of(element(words, u));
-          const u32 shift = 16u * (d & 1u);
           local_max = max_of(local_max, d);
-          wrapped |= static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
+          wrapped |= count_pattern(bins, d);
         }
     };
     stream_row<kExactLoads>(row.logits, row.len, visit);
-    local_max = warp_max(local_max);
-    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
-    if (wrapped) atomicOr(&s.candidates, 1u);
-    __syncthreads();
+    publish_count(s, local_max, wrapped);
     if (s.candidates != 0u) return false;
     max_key = ordered_key(pattern_scaled(row, s.max_key));
     const float top = float_from_ordered_key(max_key);
@@ -1113,23 +1126,13 @@ struct FilterRowAgent {
   };
   static SGTOPK_DEVICE bool top_p_by_key_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b,
                                                   u32& t, u32* copies) {
-    u32* bins = pattern_bins(s);
-    for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
-    if (threadIdx.x == 0) {
-      s.max_key = 0u;
-      s.candidates = 0u;  // nonzero: a count wrapped
-    }
-    __syncthreads();
+    u32* bins = clear_patterns(s);
     u32 local_max = 0u, wrapped = 0u;
     for_each_key(row, [&](float, u32 key, int) {
-      const u32 d = key >> 16, shift = 16u * (d & 1u);
       local_max = max_of(local_max, key);
-      wrapped |= static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
+      wrapped |= count_pattern(bins, key >> 16);
     });
-    local_max = warp_max(local_max);
-    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
-    if (wrapped) atomicOr(&s.candidates, 1u);
-    __syncthreads();
+    publish_count(s, local_max, wrapped);
     max_key = s.max_key;
     bool windowed = s.candidates == 0u;
     __syncthreads();  // every thread has read the flag
