@@ -112,6 +112,10 @@ template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) {
   unsigned long long all[32]; emu_exchange(emu_pack(v), all);
   return emu_lane() >= d ? emu_unpack<T>(all[emu_lane() - d]) : v;
 }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  emu_check(mask, "syncwarp");
+  if (!emu_self(mask)) emu_cta->warps[threadIdx.x / 32].bar.arrive_and_wait();
+}
 inline unsigned __ballot_sync(unsigned mask, bool pred) {
   emu_check(mask, "ballot");
   if (emu_self(mask)) return pred ? mask : 0u;

@@ -1000,28 +1000,26 @@ struct FilterRowAgent {
   // integer mass, so one pass counting the row's patterns (a 16-bit count
   // each, two to a word, in 128 KB after FilterRowShared) holds what top-p
   // needs: the largest key, Z, the boundary pattern and the copies it
-  // keeps, with no second read and no window to miss. The pattern of a
-  // logit orders its 16 bits as ordered_key orders floats (NaN 0, -0 with
-  // +0: the keys' own order and ties). False where a count would wrap, or where the
-  // temperature maps the boundary's pattern and a neighbour to one key
-  // (subnormal quotients): today's route then runs.
+  // keeps, with no second read and no window to miss. A logit's pattern
+  // is its bits with the sign flipped (positive) or all flipped
+  // (negative): value order, NaNs past the infinities (no mass), -0 just
+  // below +0 (one key: the boundary takes both). False where a count
+  // wrapped, or where more than two patterns share the boundary's key
+  // (temperatures whose quotients are subnormal): today's route then runs.
   static constexpr int kPatterns = 1 << 16;
   static SGTOPK_DEVICE u32* pattern_bins(Shared& s) {
     return reinterpret_cast<u32*>(reinterpret_cast<unsigned char*>(&s) + filter_row_shared_bytes());
   }
   static SGTOPK_DEVICE u32 pattern_count(const u32* bins, u32 d) { return (bins[d >> 1] >> (16u * (d & 1u))) & 0xffffu; }
-  // The pattern of a 16-bit logit: NaN 0, -0 as +0, else the bits with
-  // the sign flipped (positive) or all flipped (negative), in value order.
-  static SGTOPK_DEVICE u32 pattern_of(Elem e) {
-    const u32 h = static_cast<u32>(e);
-    const u32 magnitude = h & 0x7fffu, nan_above = Config::kDtype == kFilterBf16 ? 0x7f80u : 0x7c00u;
-    if (magnitude > nan_above) return 0u;
-    if (magnitude == 0u) return 0x8000u;
-    return h & 0x8000u ? ~h & 0xffffu : h | 0x8000u;
+  // The patterns of a word's two 16-bit logits, in its two halves.
+  static SGTOPK_DEVICE u32 patterns_of(u32 word) {
+    const u32 negative = (word >> 15) & 0x00010001u;
+    return word ^ (negative * 0x7fffu | 0x80008000u);
   }
-  // The widened logit of pattern d (d != 0).
+  // +inf's pattern: those above it are NaNs.
+  static constexpr u32 kHighestNumberPattern = Config::kDtype == kFilterBf16 ? 0xff80u : 0xfc00u;
+  // The widened logit of pattern d.
   static SGTOPK_DEVICE float pattern_value(u32 d) {
-    if (d == 0u) return __uint_as_float(0x7fc00000u);  // NaN: no mass
     return Logit::widen(static_cast<Elem>(d & 0x8000u ? d & 0x7fffu : ~d & 0xffffu));
   }
   static SGTOPK_DEVICE float pattern_scaled(const Row& row, u32 d) {
@@ -1038,27 +1036,106 @@ struct FilterRowAgent {
       return n == 0u ? 0u : n * mass_of(pattern_scaled(row, static_cast<u32>(d)), top);
     }
   };
-  // The count pass's pieces: the bins and the flags cleared; one count
-  // (1 where it wrapped: the neighbour's count is then wrong); each warp's
-  // largest pattern or key and the wrap flag published.
+  // scan_bins over the patterns' bins: a thread's 64 bins in order left
+  // the few warps holding the populated patterns (then one thread) with
+  // nearly all of the masses to compute while the rest waited. Here each
+  // warp sums chunks of 64 bins spread over the range (a lane two bins of
+  // each) into s.mass, a block scan runs over the chunks from the top, and
+  // one warp finds the bin where the target falls in its chunk.
+  static constexpr int kChunkBins = 64;
+  static SGTOPK_DEVICE u64 warp_sum_wide(u64 v) {  // v's warp sum below 2^63: three 21-bit parts, each summed in 32 bits
+    const u64 low = warp_sum(static_cast<u32>(v & 0x1fffffu)), middle = warp_sum(static_cast<u32>((v >> 21) & 0x1fffffu)),
+              high = warp_sum(static_cast<u32>(v >> 42));
+    return low + (middle << 21) + (high << 42);
+  }
+  template <typename Bins, typename TargetOf>
+  static SGTOPK_DEVICE Found scan_patterns(Shared& s, const Bins& bins, TargetOf&& target_of, u64* total) {
+    constexpr int kChunks = kPatterns / kChunkBins, kWarps = kThreads / 32, kPer = kChunks / kThreads;
+    static_assert(kChunks <= (1 << kFilterDigitBits) && kChunks % kThreads == 0, "the chunks' sums fit s.mass, evenly");
+    const int lane = static_cast<int>(threadIdx.x & 31u), warp = static_cast<int>(threadIdx.x >> 5);
+#pragma unroll 4
+    for (int c = warp; c < kChunks; c += kWarps) {
+      const int d = c * kChunkBins + 2 * lane;
+      const u64 sum = warp_sum_wide(bins[d] + bins[d + 1]);
+      if (lane == 0) s.mass[c] = sum;
+    }
+    __syncthreads();
+    const int first = kChunks - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest chunk owned
+    u64 owned = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) owned += s.mass[first + j];
+    u64 above = block_exclusive_sum<kThreads, u64>(owned, s.scratch, total);
+    const u64 target = target_of(*total);
+    if (target == 0u) return Found{0u, 0u};  // no search (every thread's target)
+    if (above < target && (target <= above + owned || first == 0)) {  // one thread
+      int c = first + kPer - 1;
+      for (;; --c) {
+        if (above + s.mass[c] >= target || c == first) break;
+        above += s.mass[c];
+      }
+      s.scratch[33] = static_cast<u64>(c);
+      s.scratch[34] = above;
+    }
+    __syncthreads();
+    if (warp == 0) {  // lane 0 the chunk's top pair
+      const int c = static_cast<int>(s.scratch[33]), d = c * kChunkBins + 2 * (31 - lane);
+      const u64 chunk_above = s.scratch[34], upper = bins[d + 1], pair = upper + bins[d];
+      u64 before = pair;
+#pragma unroll
+      for (int k = 1; k < 32; k <<= 1) {
+        const u64 up = __shfl_up_sync(0xffffffffu, before, k);
+        if (lane >= k) before += up;
+      }
+      const u64 from = chunk_above + before - pair;
+      __syncwarp();  // every lane has read the chunk's answer
+      if (from < target && (target <= from + pair || lane == 31)) {
+        const bool in_upper = from + upper >= target;
+        s.scratch[33] = static_cast<u64>(in_upper ? d + 1 : d);
+        s.scratch[34] = in_upper ? from : from + upper;
+      }
+    }
+    __syncthreads();
+    return Found{static_cast<u32>(s.scratch[33]), s.scratch[34]};
+  }
+  // The count pass's pieces: the bins and the summary cleared; one count.
   static SGTOPK_DEVICE u32* clear_patterns(Shared& s) {
     u32* bins = pattern_bins(s);
     for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
     if (threadIdx.x == 0) {
       s.max_key = 0u;
-      s.candidates = 0u;  // nonzero: a count wrapped
+      s.candidates = 0u;  // the counts' sum
     }
     __syncthreads();
     return bins;
   }
-  static SGTOPK_DEVICE u32 count_pattern(u32* bins, u32 d) {
-    const u32 shift = 16u * (d & 1u);
-    return static_cast<u32>(((atomicAdd(&bins[d >> 1], 1u << shift) >> shift) & 0xffffu) == 0xffffu);
-  }
-  static SGTOPK_DEVICE void publish_count(Shared& s, u32 local_max, u32 wrapped) {
-    local_max = warp_max(local_max);
-    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
-    if (wrapped) atomicOr(&s.candidates, 1u);
+  static SGTOPK_DEVICE void count_pattern(u32* bins, u32 d) { atomicAdd(&bins[d >> 1], d & 1u ? 0x10000u : 1u); }
+  // After the count pass (and its barrier): the counts' sum into
+  // s.candidates (a wrap loses 65535 or 65536 of it, so it equals the
+  // elements counted only where none wrapped) and, kLargest, the largest
+  // counted pattern at most `highest` into s.max_key. Each lane starts a
+  // word further on: in order, a warp's lanes would hit one bank.
+  template <bool kLargest>
+  static SGTOPK_DEVICE void summarize_patterns(Shared& s, const u32* bins, u32 highest) {
+    constexpr int kWords = kPatterns / 2 / kThreads;
+    const int first = static_cast<int>(threadIdx.x) * kWords;
+    u32 sum = 0u, largest = 0u;
+#pragma unroll 8
+    for (int j = 0; j < kWords; ++j) {
+      const int w = first + ((j + static_cast<int>(threadIdx.x)) & (kWords - 1));
+      const u32 word = bins[w], low = word & 0xffffu, high = word >> 16;
+      sum += low + high;
+      if constexpr (kLargest) {
+        const u32 d = 2u * static_cast<u32>(w);
+        if (low != 0u && d <= highest) largest = max_of(largest, d);
+        if (high != 0u && d + 1u <= highest) largest = max_of(largest, d + 1u);
+      }
+    }
+    sum = warp_sum(sum);
+    if constexpr (kLargest) largest = warp_max(largest);
+    if ((threadIdx.x & 31u) == 0u) {
+      atomicAdd(&s.candidates, sum);
+      if constexpr (kLargest) atomicMax(&s.max_key, largest);
+    }
     __syncthreads();
   }
   static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
@@ -1066,42 +1143,52 @@ struct FilterRowAgent {
     static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
     if constexpr (Config::kDtype == kFilterF32) return top_p_by_key_patterns(s, row, top_p, max_key, b, t, copies);
     u32* bins = clear_patterns(s);
-    u32 local_max = 0u, wrapped = 0u;
     auto visit = [&](const u32(&words)[4], int, u32 valid) {
+      if (valid == (1u << kPerVector) - 1u) {
 #pragma unroll
-      for (int u = 0; u < kPerVector; ++u)
-        if ((valid >> u) & 1u) {
-          const u32 d = pattern_of(element(words, u));
-          local_max = max_of(local_max, d);
-          wrapped |= count_pattern(bins, d);
+        for (int w = 0; w < 4; ++w) {
+          const u32 d = patterns_of(words[w]);
+          count_pattern(bins, d & 0xffffu);
+          count_pattern(bins, d >> 16);
         }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kPerVector; ++u)
+          if ((valid >> u) & 1u) count_pattern(bins, patterns_of(static_cast<u32>(element(words, u))) & 0xffffu);
+      }
     };
     stream_row<kExactLoads>(row.logits, row.len, visit);
-    publish_count(s, local_max, wrapped);
-    if (s.candidates != 0u) return false;
-    max_key = ordered_key(pattern_scaled(row, s.max_key));
+    __syncthreads();
+    summarize_patterns<true>(s, bins, kHighestNumberPattern);
+    const bool wrapped = s.candidates != static_cast<u32>(row.len);
+    max_key = ordered_key(pattern_scaled(row, s.max_key));  // no number: a NaN's pattern, key 0
+    __syncthreads();  // every thread has read the summary
+    if (wrapped) return false;
     const float top = float_from_ordered_key(max_key);
     // Z is the patterns' total mass; the pattern where the mass from the top reaches p's target.
     u64 total, target = 0;
-    const Found found = scan_bins<kPatterns>(
-        PatternMass{bins, row, top},
-        [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, s.scratch, &total);
+    const Found found = scan_patterns(
+        s, PatternMass{bins, row, top},
+        [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, &total);
     if (target == 0u) {  // the first token of the order only
       b = max_key;
       t = 1u;
       return true;
     }
     const u32 d = found.digit;
-    const u64 mass_above = found.above;
     const u32 key = ordered_key(pattern_scaled(row, d));
-    // A temperature that maps a neighbouring pattern to the same key (only
-    // subnormal quotients do) would split b's copies over patterns.
-    const bool merged = row.scales && ((d + 1u < static_cast<u32>(kPatterns) && ordered_key(pattern_scaled(row, d + 1u)) == key) ||
-                                       (d > 0u && ordered_key(pattern_scaled(row, d - 1u)) == key));
+    // The patterns of b's key, [low, high]: d and its neighbours of the
+    // same key (-0 beside +0, a temperature's subnormal quotients), two at
+    // most; the scan counted an upper one's mass above d.
+    auto shares_key = [&](u32 e) { return e < static_cast<u32>(kPatterns) && ordered_key(pattern_scaled(row, e)) == key; };
+    const u32 high = shares_key(d + 1u) ? d + 1u : d, low = d > 0u && shares_key(d - 1u) ? d - 1u : d;
+    const bool more = high - low > 1u || shares_key(high + 1u) || (low > 0u && shares_key(low - 1u));
     const u64 each = mass_of(float_from_ordered_key(key), top);
-    *copies = pattern_count(bins, d);
+    const u64 mass_above = found.above - (high != d ? pattern_count(bins, high) * each : 0u);
+    const u32 copies_of_b = pattern_count(bins, low) + (high != low ? pattern_count(bins, high) : 0u);
     __syncthreads();  // every thread has read the answer and the bins
-    if (merged) return false;
+    if (more) return false;
+    *copies = copies_of_b;
     b = key;
     t = static_cast<u32>((target - mass_above + each - 1u) / each);
     return true;
@@ -1127,20 +1214,23 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE bool top_p_by_key_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b,
                                                   u32& t, u32* copies) {
     u32* bins = clear_patterns(s);
-    u32 local_max = 0u, wrapped = 0u;
+    u32 local_max = 0u;
     for_each_key(row, [&](float, u32 key, int) {
       local_max = max_of(local_max, key);
-      wrapped |= count_pattern(bins, key >> 16);
+      count_pattern(bins, key >> 16);
     });
-    publish_count(s, local_max, wrapped);
+    local_max = warp_max(local_max);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
+    __syncthreads();
+    summarize_patterns<false>(s, bins, 0u);
     max_key = s.max_key;
-    bool windowed = s.candidates == 0u;
-    __syncthreads();  // every thread has read the flag
+    bool windowed = s.candidates == static_cast<u32>(row.len);  // else a count wrapped
+    __syncthreads();  // every thread has read the summary
     if (windowed) {
       u64 total, target = 0;
-      const Found found = scan_bins<kPatterns>(
-          EstimatedPatternMass{bins, max_key},
-          [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, s.scratch, &total);
+      const Found found = scan_patterns(
+          s, EstimatedPatternMass{bins, max_key},
+          [&](u64 z) { return top_p <= 0.0f || z == 0u ? u64{0} : (target = mass_target(top_p, z)); }, &total);
       if (top_p <= 0.0f) {  // the first token of the order only
         b = max_key;
         t = 1u;

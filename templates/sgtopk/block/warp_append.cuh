@@ -44,6 +44,17 @@ SGTOPK_DEVICE u32 warp_max(u32 value) {
 #endif
 }
 
+// The sum of `value` over a converged warp (every lane calls it and gets it).
+SGTOPK_DEVICE u32 warp_sum(u32 value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xffffffffu, value);
+#else
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) value += __shfl_sync(0xffffffffu, value, (threadIdx.x & 31) ^ d);
+  return value;
+#endif
+}
+
 // Reserves `count` consecutive slots of `counter` for this lane with one
 // atomic per warp: the batched form of warp_append for a converged warp that
 // has counted a whole chunk first. Returns the lane's first slot.
