@@ -63,8 +63,9 @@ std::unique_ptr<CompiledPlan> compile_plan(const sgtopk_problem* problem_in, con
   compiled->on_disk = binary.on_disk;
 
   if (compiled->target.device >= 0) {
-    compiled->kernel = load_kernel(compiled->target.context, request.key.hex(), *compiled->cubin, plan.entry,
-                                   plan.dynamic_smem_bytes);
+    compiled->kernel = load_kernel(compiled->target.context, request.key.hex(), *compiled->cubin,
+                                   {plan.entry, plan.dynamic_smem_bytes},
+                                   {plan.second.entry, plan.second.dynamic_smem_bytes});
     if (options.own_workspace && plan.workspace_bytes > 0)
       compiled->own_workspace = DeviceWorkspace(compiled->target.context, plan.workspace_bytes);
   }
@@ -84,8 +85,13 @@ std::string describe_plan(const CompiledPlan& c) {
     << "launch:    grid " << p.grid << " x block " << p.block
     << (p.cluster > 1 ? " in clusters of " + std::to_string(p.cluster) : std::string()) << ", dynamic shared "
     << p.dynamic_smem_bytes << " B"
-    << (p.launches > 1 ? ", " + std::to_string(p.launches) + " launches a call where a row may take top-p alone, else one (a graph chains as many nodes)" : std::string())
-    << "\n"
+    << (p.launches > 1 && p.second.entry.empty() ? ", " + std::to_string(p.launches) + " launches a call where a row may take top-p alone, else one (a graph chains as many nodes)" : std::string())
+    << "\n";
+  if (!p.second.entry.empty())
+    s << "second:    " << p.second.entry << ": grid " << p.second.grid << " x block " << p.second.block
+      << ", dynamic shared " << p.second.dynamic_smem_bytes
+      << " B; its rows only, after the first's (each launched where the scalars leave it rows; a graph chains both)\n";
+  s
     << "workspace: " << p.workspace_bytes << " B\n"
     << "cache key: " << c.key.hex() << " (" << source_names[static_cast<int>(c.source)] << ")\n"
     << "on disk:   " << (c.on_disk ? "yes" : "no (the disk cache is off or read-only, or the store failed)") << "\n"
@@ -95,6 +101,11 @@ std::string describe_plan(const CompiledPlan& c) {
   s << "constants:\n";
   for (const auto& [name, value] : p.config.entries())
     s << "  " << name << " = " << KernelConfig::value_text(value) << "\n";
+  if (!p.second.entry.empty()) {
+    s << "second constants:\n";
+    for (const auto& [name, value] : p.second.config.entries())
+      s << "  " << name << " = " << KernelConfig::value_text(value) << "\n";
+  }
   s << "policy:\n" << p.policy.to_toml();
   return s.str();
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -199,16 +200,23 @@ DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args
 
 namespace {
 
-// The plan's launch geometry, into either a launch config or a graph node.
+// Launch `phase`'s geometry (Plan::second's for launch 1 where the plan
+// has one), into either a launch config or a graph node.
 template <typename Launch>
-void set_geometry(const Plan& plan, Launch& launch) {
-  launch.gridDimX = plan.grid;
+void set_geometry(const Plan& plan, unsigned phase, Launch& launch) {
+  const bool second = phase == 1 && !plan.second.entry.empty();
+  launch.gridDimX = second ? plan.second.grid : plan.grid;
   launch.gridDimY = 1;
   launch.gridDimZ = 1;
-  launch.blockDimX = plan.block;
+  launch.blockDimX = second ? plan.second.block : plan.block;
   launch.blockDimY = 1;
   launch.blockDimZ = 1;
-  launch.sharedMemBytes = plan.dynamic_smem_bytes;
+  launch.sharedMemBytes = second ? plan.second.dynamic_smem_bytes : plan.dynamic_smem_bytes;
+}
+
+// Launch `phase`'s kernel.
+CUfunction function_for(const LoadedKernel& kernel, const Plan& plan, unsigned phase) {
+  return phase == 1 && !plan.second.entry.empty() ? kernel.second_function : kernel.function;
 }
 
 // A stream of another context (another device's, or one the plan was not
@@ -241,28 +249,42 @@ Params for_phase(const Params& params, unsigned phase) {
 
 }  // namespace
 
-unsigned launches_needed(const Plan& plan, const DeviceSelectParams&) { return plan.launches; }
+unsigned needed_launches(const Plan& plan, const DeviceSelectParams&) { return (1u << plan.launches) - 1u; }
 
-unsigned launches_needed(const Plan& plan, const DeviceFilterParams& params) {
-  if (plan.launches < 2) return plan.launches;
+unsigned needed_launches(const Plan& plan, const DeviceFilterParams& params) {
+  const unsigned every = (1u << plan.launches) - 1u;
+  if (plan.launches < 2) return every;
   // A top-p-alone row: k outside (0, width) and p below 1 (NaN is off).
-  const bool top_k_everywhere = params.top_k == nullptr && params.top_k_value > 0 && params.top_k_value < params.width;
+  // A greedy temperature makes any row top-1; ignored here, the kernels
+  // read it per row.
+  const bool k_on = params.top_k_value > 0 && params.top_k_value < params.width;
+  const bool top_k_everywhere = params.top_k == nullptr && k_on;
   const bool top_p_nowhere = params.top_p == nullptr && !(params.top_p_value < 1.0f);
-  return top_k_everywhere || top_p_nowhere ? 1u : plan.launches;
+  const bool some_top_p_alone = !top_k_everywhere && !top_p_nowhere;
+  if (plan.second.entry.empty()) return some_top_p_alone ? every : 1u;
+  // The first kernel's rows: every other row, none where the scalars make
+  // every row top-p alone (a temperature that scales, or 1).
+  const float t = params.temperature_value;
+  const bool greedy_nowhere = params.temperature == nullptr && t > 0.0f && t < std::numeric_limits<float>::infinity();
+  const bool top_p_alone_everywhere = params.top_k == nullptr && !k_on && params.top_p == nullptr &&
+                                      params.top_p_value < 1.0f && greedy_nowhere;
+  return (top_p_alone_everywhere ? 0u : 1u) | (some_top_p_alone ? 2u : 0u);
 }
 
 template <typename Params>
 void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream) {
-  CUlaunchConfig config = {};
-  set_geometry(plan, config);
-  config.hStream = stream;
   check_stream_context(stream, kernel.context);
   ScopedContext scope(kernel.context);
-  const unsigned launches = launches_needed(plan, params);
-  for (unsigned phase = 0; phase < launches; ++phase) {
+  const unsigned needed = needed_launches(plan, params);
+  for (unsigned phase = 0; phase < plan.launches; ++phase) {
+    if ((needed >> phase & 1u) == 0u) continue;
+    CUlaunchConfig config = {};
+    set_geometry(plan, phase, config);
+    config.hStream = stream;
     Params copy = for_phase(params, phase);
     void* kernel_args[] = {&copy};
-    check_cuda(driver().cuLaunchKernelEx(&config, kernel.function, kernel_args, nullptr), "cuLaunchKernelEx");
+    check_cuda(driver().cuLaunchKernelEx(&config, function_for(kernel, plan, phase), kernel_args, nullptr),
+               "cuLaunchKernelEx");
   }
 }
 
@@ -275,7 +297,7 @@ LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, c
   try {
     for (unsigned phase = 0; phase < plan.launches; ++phase) {  // a chain: each launch after the one before
       Params p = for_phase(params_, phase);
-      CUDA_KERNEL_NODE_PARAMS node = node_params(&p);
+      CUDA_KERNEL_NODE_PARAMS node = node_params(&p, phase);
       CUgraphNode added = nullptr;
       check_cuda(cu.cuGraphAddKernelNode(&added, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.size() ? 1 : 0,
                                          &node),
@@ -295,9 +317,9 @@ LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, c
 // the nodes before it (cuGraphNodeSetEnabled).
 template <typename Params>
 void LaunchGraph<Params>::enable_needed(const Params& params) {
-  const unsigned needed = launches_needed(plan_, params);
-  for (size_t i = 1; i < nodes_.size(); ++i)
-    check_cuda(driver().cuGraphNodeSetEnabled(exec_, nodes_[i], i < needed ? 1u : 0u), "cuGraphNodeSetEnabled");
+  const unsigned needed = needed_launches(plan_, params);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    check_cuda(driver().cuGraphNodeSetEnabled(exec_, nodes_[i], needed >> i & 1u), "cuGraphNodeSetEnabled");
 }
 
 template <typename Params>
@@ -312,12 +334,12 @@ LaunchGraph<Params>::~LaunchGraph() {
 }
 
 template <typename Params>
-CUDA_KERNEL_NODE_PARAMS LaunchGraph<Params>::node_params(Params* params) const {
+CUDA_KERNEL_NODE_PARAMS LaunchGraph<Params>::node_params(Params* params, unsigned phase) const {
   static thread_local void* kernel_args[1];
   kernel_args[0] = params;
   CUDA_KERNEL_NODE_PARAMS node = {};
-  node.func = kernel_.function;
-  set_geometry(plan_, node);
+  node.func = function_for(kernel_, plan_, phase);
+  set_geometry(plan_, phase, node);
   node.kernelParams = kernel_args;  // copied by the driver when the node is added or set
   return node;
 }
@@ -332,12 +354,12 @@ void LaunchGraph<Params>::update(const Params& params) {
   enable_needed(params);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Params next = for_phase(params, static_cast<unsigned>(i));
-    CUDA_KERNEL_NODE_PARAMS node = node_params(&next);
+    CUDA_KERNEL_NODE_PARAMS node = node_params(&next, static_cast<unsigned>(i));
     const CUresult r = driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &node);
     if (r != CUDA_SUCCESS) {
       for (size_t j = 0; j < i; ++j) {
         Params before = for_phase(params_, static_cast<unsigned>(j));
-        CUDA_KERNEL_NODE_PARAMS back = node_params(&before);
+        CUDA_KERNEL_NODE_PARAMS back = node_params(&before, static_cast<unsigned>(j));
         driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[j], &back);
       }
       try {

@@ -25,20 +25,22 @@ DeviceSelectParams make_select_params(const Plan& plan, const sgtopk_select_args
 // The same for a filter plan's launch.
 DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args, uint64_t own_workspace);
 
-// How many of the plan's launches these parameters need: a filter_split
-// plan's second launch weighs top-p-alone rows only, so it is left out
-// where the scalars rule them out (no per-row k or p array; top-k on for
-// every row, or top-p off for every row). Plan::launches otherwise.
-unsigned launches_needed(const Plan& plan, const DeviceSelectParams& params);
-unsigned launches_needed(const Plan& plan, const DeviceFilterParams& params);
+// The plan's launches these parameters need, a bit each (bit i: launch i):
+// a filter_split plan's second launch weighs top-p-alone rows only; a plan
+// with a second kernel (Plan::second) runs the top-p-alone rows there and
+// the others in the first. A launch is left out where the scalars rule its
+// rows out (no per-row k, p or temperature array; e.g. top-k on for every
+// row, or top-p off for every row). Every launch otherwise.
+unsigned needed_launches(const Plan& plan, const DeviceSelectParams& params);
+unsigned needed_launches(const Plan& plan, const DeviceFilterParams& params);
 
-// The launches these parameters need (launches_needed, one after another on
-// the stream) of the plan's kernel with its one parameter struct.
+// The launches these parameters need (needed_launches, one after another on
+// the stream) of the plan's kernels with their one parameter struct.
 template <typename Params>
 void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream);
 
 // The launches as a CUDA graph (a chain of kernel nodes, one a launch of
-// Plan::launches, those past launches_needed disabled): instantiate once,
+// Plan::launches, those needed_launches leaves out disabled): instantiate once,
 // replay, swap pointers.
 template <typename Params>
 class LaunchGraph {
@@ -52,7 +54,7 @@ class LaunchGraph {
   void launch(CUstream stream);
 
  private:
-  CUDA_KERNEL_NODE_PARAMS node_params(Params* params) const;
+  CUDA_KERNEL_NODE_PARAMS node_params(Params* params, unsigned phase) const;
   void enable_needed(const Params& params);
 
   const LoadedKernel& kernel_;

@@ -40,6 +40,16 @@ struct Plan {
   // Launches of the kernel a call makes, one after another on its stream
   // (a graph chains as many nodes); launch i passes FilterParams::phase i.
   unsigned launches = 1;
+  // Launch 1's own kernel, in the same module, where `entry` is not empty:
+  // filter_row's top-p-alone rows by pattern counts in CTAs of 1024, beside
+  // the first kernel's other rows in CTAs of 512. Else launch 1, if any,
+  // runs the first kernel again.
+  struct Kernel {
+    std::string entry;
+    KernelConfig config;
+    unsigned grid = 0, block = 0, min_blocks_per_sm = 1, dynamic_smem_bytes = 0;
+  };
+  Kernel second;
 
   // A constant as the generated source spells it ("true", "2048").
   std::string constant(const std::string& name) const { return config.text(name); }

@@ -118,6 +118,8 @@ std::string choose_filter_family(const Problem& problem, const Policy& policy, c
 std::string Plan::parameters_text() const {
   std::ostringstream s;
   for (const auto& [key, value] : config.entries()) s << key << "=" << KernelConfig::value_text(value) << "\n";
+  for (const auto& [key, value] : second.config.entries())
+    s << "second." << key << "=" << KernelConfig::value_text(value) << "\n";
   return s.str();
 }
 

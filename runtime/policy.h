@@ -301,11 +301,11 @@
     "0: off; else each pass over a row asks L2 for the step (threads x loads in flight x 16 bytes)\n" \
     "this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs of 512\n" \
     "keep 32 KB of loads in flight an SM, too few to hide DRAM's latency") \
-  X(INT, top_p_by_patterns_min_width, 0, (0, 1 << 30), \
-    "0: off; else mask plans of filter_row whose rows are at least this wide take top-p alone from one\n" \
-    "count a 16-bit pattern of the row (the logit's bits in bf16 and fp16, an fp32 key's top half, whose\n" \
-    "counts name the window of the next read), where the device's shared memory holds the counts (sm_90):\n" \
-    "128 KB, so CTAs of 1024 threads, one an SM, for every row of the plan (top-k modes slower)") \
+  X(INT, top_p_by_patterns_min_width, 32000, (0, 1 << 30), \
+    "0: off; else mask plans of filter_row whose rows are at least this wide take their top-p-alone rows\n" \
+    "in a second kernel that counts each 16-bit pattern of the row (the logit's bits in bf16 and fp16, an\n" \
+    "fp32 key's top half, whose counts name the window of the next read), where the device's shared memory\n" \
+    "holds the counts (sm_90): 128 KB, so CTAs of 1024 threads, one an SM; the other rows stay in the first") \
   X(REAL, sigma_cutoff, 3.0, (0.0, 10.0), \
     "outlier threshold in standard deviations above the sample mean (reserved: Qrita, not read)") \
   X(INT, pivot_iterations, 8, (1, 64), \

@@ -61,25 +61,14 @@ FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm
 
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
   const FilterRowCta cta = filter_row_cta(p, policy.filter, target.sm_count);
-  // Top-p alone by 16-bit patterns (of a 16-bit logit, of an fp32 key's top half): their
-  // counts beside the row's shared state, in CTAs of 1024 (one an SM by memory).
-  const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes;
-  const int64_t min_width = policy.filter.top_p_by_patterns_min_width;
-  const bool by_patterns = min_width > 0 && p.width >= min_width && !p.filter_candidates &&
-                           !p.filter_sample && pattern_bytes <= max_dynamic_shared_bytes(target.arch);
-  const int threads = by_patterns ? 1024 : cta.threads;
-  plan.block = static_cast<unsigned>(threads);
   // About 88 KB (the candidates' keys and indices are 64 KB): past the
   // default 48 KB, so the loader opts in (kernel_module.cpp), within every
   // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90 by memory.
-  plan.dynamic_smem_bytes = by_patterns ? pattern_bytes : sgtopk::filter_row_shared_bytes();
-  if (min_width > 0)
-    plan.derived.push_back(by_patterns ? "top-p alone from a count of each 16-bit pattern, CTAs of 1024 [filter.top_p_by_patterns_min_width]"
-                                       : "no pattern counts: mask plans of rows at least this wide only, within the device's shared "
-                                         "memory [filter.top_p_by_patterns_min_width]");
+  plan.block = static_cast<unsigned>(cta.threads);
+  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
   // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
   // threads, two (64 registers a thread); at 1024, one.
-  plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(threads, plan.dynamic_smem_bytes, target.arch));
+  plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(cta.threads, plan.dynamic_smem_bytes, target.arch));
   // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
   // shared memory permitting) on every SM, so rows past live_rows cost no
   // empty CTAs.
@@ -88,10 +77,36 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   describe_prefetches(plan, target, policy.filter.prefetch_ahead_steps != 0,
                       "passes ask L2 for " + std::to_string(policy.filter.prefetch_ahead_steps) + " step(s) ahead",
                       "filter.prefetch_ahead_steps");
-  plan.config = filter_config(plan, p, policy.filter, threads, cta.loads_in_flight,
-                              prefetches ? policy.filter.prefetch_ahead_steps : 0);
-  plan.config.integer("kPatternBins", by_patterns ? 1 : 0);
+  const int prefetch_ahead_steps = prefetches ? policy.filter.prefetch_ahead_steps : 0;
+  plan.config = filter_config(plan, p, policy.filter, cta.threads, cta.loads_in_flight, prefetch_ahead_steps);
+  plan.config.integer("kPatternBins", 0);
   plan.workspace_bytes = 0;
+
+  // Top-p alone by 16-bit patterns (of a 16-bit logit, of an fp32 key's top
+  // half): their counts beside the row's shared state, in CTAs of 1024 (one
+  // an SM by memory), a second kernel of the plan that takes the top-p-alone
+  // rows while the first keeps the others in its CTAs.
+  const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes;
+  const int64_t min_width = policy.filter.top_p_by_patterns_min_width;
+  const bool wanted = min_width > 0 && p.width >= min_width && !p.filter_candidates && !p.filter_sample;
+  if (!wanted) return;  // mask plans of rows at least that wide only
+  if (pattern_bytes > max_dynamic_shared_bytes(target.arch)) {
+    plan.derived.push_back("no pattern counts: the device's shared memory cannot hold them beside the row's state "
+                           "[filter.top_p_by_patterns_min_width]");
+    return;
+  }
+  plan.derived.push_back("top-p-alone rows in a second kernel that counts each 16-bit pattern, CTAs of 1024; the "
+                         "other rows in the first [filter.top_p_by_patterns_min_width]");
+  plan.config.integer("kRows", sgtopk::kFilterRowsButTopPAlone);
+  Plan::Kernel& second = plan.second;
+  second.entry = plan.entry + "_top_p_alone";
+  second.block = 1024u;
+  second.dynamic_smem_bytes = pattern_bytes;
+  second.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(1024, pattern_bytes, target.arch));
+  second.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * second.min_blocks_per_sm));
+  second.config = filter_config(plan, p, policy.filter, 1024, cta.loads_in_flight, prefetch_ahead_steps);
+  second.config.integer("kPatternBins", 1).integer("kRows", sgtopk::kFilterRowsTopPAlone);
+  plan.launches = 2;
 }
 
 }  // namespace sgtopk::detail

@@ -56,7 +56,7 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
   plan.workspace_bytes = static_cast<uint64_t>(p.rows) * sgtopk::filter_split_row_bytes();
   // Mask-only kernels weigh top-p-alone rows in a second launch, once the
   // first has the row's largest key (filter_split.cuh, "Top-p alone"); a
-  // call whose scalars rule such rows out makes one (launches_needed).
+  // call whose scalars rule such rows out makes one (needed_launches).
   if (segments > 1 && !p.filter_candidates && !p.filter_sample) plan.launches = 2;
 }
 

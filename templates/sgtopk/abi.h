@@ -41,6 +41,10 @@ constexpr int kFilterF32 = 0, kFilterBf16 = 1, kFilterF16 = 2;
 // kernel compiled without the candidate and sample outputs holds none of
 // their code (the mask's registers and speed stay as they were).
 constexpr int kFilterOutMask = 1, kFilterOutCandidates = 2, kFilterOutSample = 4;
+// The rows a filter_row kernel takes (its Config's kRows, where declared):
+// every row, or, in a plan of two kernels, every row but the top-p-alone
+// ones (top-k off, top-p on) and those alone.
+constexpr int kFilterRowsAll = 0, kFilterRowsButTopPAlone = 1, kFilterRowsTopPAlone = 2;
 // The outputs are chosen by their pointers (null: not written): the mask
 // (out), the candidates (candidate_indices and candidate_counts, with
 // candidate_logits and candidate_probs optional), the sampled token
@@ -66,7 +70,7 @@ struct FilterParams {
   const unsigned long long* seeds;  // [rows] or null: seed_value, the row's index the stream
   unsigned long long seed_value;
   void* workspace;           // the filter_split family's row records (filter_split_row_bytes each), or null
-  int phase;                 // which of the plan's launches this is (0, or 1: filter_split's second)
+  int phase;                 // which of the plan's launches this is (0, or 1: filter_split's second, or a plan's second kernel)
 };
 
 // Counters at the start of a persistent family's workspace, restored by the

@@ -1272,12 +1272,14 @@ TEST(JitKeyProbes, CompileForSm90) {
 }
 
 // filter.top_p_by_patterns_min_width: mask plans of filter_row whose rows
-// are at least that wide take CTAs of 1024 with the patterns' 128 KB of
-// counts after the row's shared state on sm_90 (every dtype); narrower
-// rows, the candidate output and sm_80's shared memory keep today's CTA,
-// and the plan says why.
+// are at least that wide get a second kernel for the top-p-alone rows, CTAs
+// of 1024 with the patterns' 128 KB of counts after the row's shared state
+// on sm_90 (every dtype), while the first keeps the other rows in its CTAs;
+// narrower rows, the candidate output and sm_80's shared memory keep one
+// kernel (sm_80's plan says why).
 TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
   const Policy on = edited_policy([](Policy& p) { p.filter.top_p_by_patterns_min_width = 100000; });
+  const Policy off_policy = edited_policy([](Policy& p) { p.filter.top_p_by_patterns_min_width = 0; });
   struct Case {
     const char* arch;
     sgtopk_dtype dtype;
@@ -1300,28 +1302,95 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
     p.dtype = c.dtype;
     p.flags = c.flags;
     if (c.flags & SGTOPK_FILTER_CANDIDATES) p.k = 64;  // the candidate capacity
-    const Plan plan = make_plan(validate_problem(&p), on, resolve_target(-1, c.arch, c.arch));
-    const Plan off = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, c.arch, c.arch));
+    const Target target = resolve_target(-1, c.arch, c.arch);
+    const Plan plan = make_plan(validate_problem(&p), on, target);
+    const Plan off = make_plan(validate_problem(&p), off_policy, target);
     EXPECT_EQ(plan.family, "filter_row");
-    EXPECT_EQ(plan.constant("kPatternBins"), c.patterns ? "1" : "0");
-    EXPECT_EQ(plan.block, c.patterns ? 1024u : off.block);
-    EXPECT_EQ(plan.dynamic_smem_bytes,
-              sgtopk::filter_row_shared_bytes() + (c.patterns ? sgtopk::kFilterPatternBinBytes : 0u));
-    EXPECT_EQ(plan.min_blocks_per_sm, c.patterns ? 1u : off.min_blocks_per_sm);
-    const std::string said = c.patterns ? "a count of each 16-bit pattern" : "no pattern counts";
+    EXPECT_TRUE(off.second.entry.empty());
+    // The first kernel as without the patterns, but for the rows it leaves.
+    EXPECT_EQ(plan.constant("kPatternBins"), "0");
+    EXPECT_EQ(plan.block, off.block);
+    EXPECT_EQ(plan.grid, off.grid);
+    EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
+    EXPECT_EQ(plan.min_blocks_per_sm, off.min_blocks_per_sm);
+    EXPECT_EQ(plan.launches, c.patterns ? 2u : 1u);
+    if (c.patterns) {
+      EXPECT_EQ(plan.constant("kRows"), std::to_string(sgtopk::kFilterRowsButTopPAlone));
+      EXPECT_EQ(plan.second.entry, plan.entry + "_top_p_alone");
+      EXPECT_EQ(plan.second.config.text("kRows"), std::to_string(sgtopk::kFilterRowsTopPAlone));
+      EXPECT_EQ(plan.second.config.text("kPatternBins"), "1");
+      EXPECT_EQ(plan.second.config.text("kThreads"), "1024");
+      EXPECT_EQ(plan.second.block, 1024u);
+      EXPECT_EQ(plan.second.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes);
+      EXPECT_EQ(plan.second.min_blocks_per_sm, 1u);
+      EXPECT_EQ(plan.second.grid, static_cast<unsigned>(std::min<int64_t>(1024, target.sm_count)));
+      // One module, both entries; the parameters name the second's constants.
+      const GeneratedSource source = generate_source(plan);
+      EXPECT_TRUE(contains(source.text, "struct SecondConfig")) << source.text;
+      EXPECT_TRUE(contains(source.text, " " + plan.second.entry + "(")) << source.text;
+      EXPECT_TRUE(contains(plan.parameters_text(), "second.kPatternBins=1")) << plan.parameters_text();
+    } else {
+      EXPECT_TRUE(plan.second.entry.empty());
+      EXPECT_FALSE(contains(plan.parameters_text(), "kRows")) << plan.parameters_text();
+    }
+    // Said where the rows qualify: the second kernel, or why the device has none.
+    const bool qualifies = c.width >= 100000 && !(c.flags & SGTOPK_FILTER_CANDIDATES);
+    const std::string said = c.patterns ? "counts each 16-bit pattern" : "no pattern counts: the device's shared memory";
     bool found = false;
     for (const std::string& d : plan.derived) found = found || contains(d, said);
-    EXPECT_TRUE(found) << plan.parameters_text();
+    EXPECT_EQ(found, qualifies) << plan.parameters_text();
   }
-  // Off (the default): the constant 0 and no line.
+  // Off: one kernel and no line.
   sgtopk_problem p = SGTOPK_PROBLEM_INIT;
   p.op = SGTOPK_OP_FILTER;
   p.rows = 1024;
   p.width = 128256;
   p.dtype = SGTOPK_BF16;
-  const Plan plan = make_plan(validate_problem(&p), Policy::defaults(), resolve_target(-1, "sm_90", "sm_90"));
+  const Plan plan = make_plan(validate_problem(&p), off_policy, resolve_target(-1, "sm_90", "sm_90"));
   EXPECT_EQ(plan.constant("kPatternBins"), "0");
+  EXPECT_TRUE(plan.second.entry.empty());
   for (const std::string& d : plan.derived) EXPECT_FALSE(contains(d, "top_p_by_patterns")) << d;
+}
+
+// A plan of two kernels launches each where the scalars leave it rows: the
+// second (top-p alone) where some row may have top-k off and p below 1, the
+// first unless every row is top-p alone (no arrays, k off, p below 1, a
+// temperature that is not greedy).
+TEST(JitPlanner, TwoKernelPlanLaunchesWhereRowsMayBe) {
+  const Policy on = edited_policy([](Policy& p) { p.filter.top_p_by_patterns_min_width = 1; });
+  sgtopk_problem problem = SGTOPK_PROBLEM_INIT;
+  problem.op = SGTOPK_OP_FILTER;
+  problem.rows = 1024;
+  problem.width = 128256;
+  const Plan plan = make_plan(validate_problem(&problem), on, resolve_target(-1, "sm_90", "sm_90"));
+  ASSERT_FALSE(plan.second.entry.empty());
+  sgtopk::FilterParams fp{};
+  fp.width = 128256;
+  const int* some_k = reinterpret_cast<const int*>(uintptr_t{256});
+  const float* some_p = reinterpret_cast<const float*>(uintptr_t{512});
+  const float* some_t = reinterpret_cast<const float*>(uintptr_t{768});
+  auto needed = [&](const int* k, int k_value, const float* p, float p_value, const float* t = nullptr,
+                    float t_value = 1.0f) {
+    fp.top_k = k;
+    fp.top_k_value = k_value;
+    fp.top_p = p;
+    fp.top_p_value = p_value;
+    fp.temperature = t;
+    fp.temperature_value = t_value;
+    return needed_launches(plan, fp);
+  };
+  EXPECT_EQ(needed(nullptr, 50, nullptr, 0.9f), 1u);         // top-k on every row: the first
+  EXPECT_EQ(needed(nullptr, 0, nullptr, 1.0f), 1u);          // neither
+  EXPECT_EQ(needed(nullptr, 0, nullptr, std::nanf("")), 1u);  // NaN p: off
+  EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f), 2u);          // top-p alone everywhere: the second
+  EXPECT_EQ(needed(nullptr, 128256, nullptr, 0.9f), 2u);     // k = width: off
+  EXPECT_EQ(needed(nullptr, -3, nullptr, 0.9f, nullptr, 0.7f), 2u);
+  EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f, nullptr, 0.0f), 3u);  // greedy: top-1 (the first's)
+  EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f, some_t), 3u);  // per-row temperature may be greedy
+  EXPECT_EQ(needed(some_k, 0, nullptr, 0.9f), 3u);           // per-row k
+  EXPECT_EQ(needed(nullptr, 0, some_p, 0.9f), 3u);           // per-row p may be 1
+  EXPECT_EQ(needed(nullptr, 50, some_p, 0.9f), 1u);          // top-k on everywhere
+  EXPECT_EQ(needed(some_k, 50, nullptr, 1.0f), 1u);          // top-p off everywhere
 }
 
 // The L2 bulk prefetches (split, filter_split, filter_row): the policy's
@@ -1449,20 +1518,21 @@ TEST(JitFilter, FewRowsTakeTheSplitFamily) {
       fp.top_k_value = k_value;
       fp.top_p = p;
       fp.top_p_value = p_value;
-      return launches_needed(one, fp);
+      return needed_launches(one, fp);
     };
+    // A bit a launch: 1, the first alone; 3, both.
     EXPECT_EQ(needed(nullptr, 50, nullptr, 0.9f), 1u);       // top-k on every row
     EXPECT_EQ(needed(nullptr, 0, nullptr, 1.0f), 1u);        // neither
     EXPECT_EQ(needed(nullptr, 0, nullptr, 1.5f), 1u);        // p past 1: off
     EXPECT_EQ(needed(nullptr, 0, nullptr, std::nanf("")), 1u);  // NaN p: off
     EXPECT_EQ(needed(some_k, 0, nullptr, 1.0f), 1u);         // per-row k, p off
-    EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f), 2u);        // top-p alone
-    EXPECT_EQ(needed(nullptr, -3, nullptr, 0.9f), 2u);       // k <= 0: off
-    EXPECT_EQ(needed(nullptr, 128256, nullptr, 0.9f), 2u);   // k = width: off
-    EXPECT_EQ(needed(nullptr, 200000, nullptr, 0.9f), 2u);   // k past width: off
-    EXPECT_EQ(needed(some_k, 50, nullptr, 0.9f), 2u);        // per-row k may be 0
+    EXPECT_EQ(needed(nullptr, 0, nullptr, 0.9f), 3u);        // top-p alone
+    EXPECT_EQ(needed(nullptr, -3, nullptr, 0.9f), 3u);       // k <= 0: off
+    EXPECT_EQ(needed(nullptr, 128256, nullptr, 0.9f), 3u);   // k = width: off
+    EXPECT_EQ(needed(nullptr, 200000, nullptr, 0.9f), 3u);   // k past width: off
+    EXPECT_EQ(needed(some_k, 50, nullptr, 0.9f), 3u);        // per-row k may be 0
     EXPECT_EQ(needed(nullptr, 50, some_p, 0.9f), 1u);        // per-row p, top-k on everywhere
-    EXPECT_EQ(needed(some_k, 50, some_p, 0.9f), 2u);
+    EXPECT_EQ(needed(some_k, 50, some_p, 0.9f), 3u);
   }
   {
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;

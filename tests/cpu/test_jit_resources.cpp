@@ -182,7 +182,7 @@ std::vector<SpillCase> spill_cases() {
       // more fails.
       {"filter_row_prefetch_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16, 0, 32},
-      // Top-p alone by 16-bit patterns (off by default): CTAs of 1024.
+      // Top-p-alone rows by 16-bit patterns: a second kernel, CTAs of 1024.
       {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_BF16},
       // fp32 spills 28 bytes; to be removed with fp16's.
@@ -304,7 +304,12 @@ TEST_P(JitResources, DefaultKernelsDoNotSpill) {
               plan.block, plan.min_blocks_per_sm, ms, report.lines.c_str());
   std::fflush(stdout);
 
-  const std::string problems = spill_problems(report, plan.entry, c.allowed_spill_bytes);
+  std::string problems = spill_problems(report, plan.entry, c.allowed_spill_bytes);
+  if (!plan.second.entry.empty()) {  // the plan's second kernel, in the same module
+    bool seen = false;
+    for (const std::string& e : report.entries) seen |= e == plan.second.entry;
+    if (!seen) problems += "ptxas did not report compiling the second entry function '" + plan.second.entry + "'\n";
+  }
   EXPECT_TRUE(problems.empty()) << c.name << " (" << plan.family << ", entry " << plan.entry
                                 << ", default policy, sm_90):\n"
                                 << problems << "ptxas report:\n"

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <ostream>
 #include <string>
@@ -847,7 +848,8 @@ TEST(FilterGpuLaunch, RowsPastTwoToThe31Elements) {
 // 16-byte alignment.
 template <typename Rng>
 void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int64_t vocab, int64_t pitch,
-                        const std::vector<float>& logits, float p, Rng& rng, bool output_off_alignment = false) {
+                        const std::vector<float>& logits, float p, Rng& rng, bool output_off_alignment = false,
+                        float temperature = 1.0f) {
   const int64_t stride = pitch != 0 ? pitch : vocab;
   if (dtype != SGTOPK_F32) {
     Filter16Set s(dtype, rows, vocab, pitch, Mode::kNeither, rng);
@@ -855,6 +857,7 @@ void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int6
       if (static_cast<int64_t>(i) % stride < vocab) s.logits[i] = narrow(dtype, logits[i]);
     s.d_logits.upload(s.logits);
     s.args.top_p_value = s.values.p_value = p;
+    s.args.temperature_value = s.values.t_value = temperature;
     ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
     synchronize();
     EXPECT_EQ(s.check(s.out(), -kInf), "");
@@ -864,6 +867,7 @@ void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int6
   s.logits = logits;
   s.d_logits.upload(s.logits);
   s.args.top_p_value = s.values.p_value = p;
+  s.args.temperature_value = s.values.t_value = temperature;
   ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
   synchronize();
   EXPECT_EQ(check(s, s.out(), rows, false), "");
@@ -1038,9 +1042,10 @@ TEST(FilterGpuEdges, TopPAloneTakesTheCandidateBuffer) {
 // normal rows of spread 1, 3 and 6 (the benchmark's), `vocab` copies of one
 // value (past 65535: a count wraps, the histogram route runs), scattered
 // NaNs with a fifth of -inf, -0 beside +0 and a few values (ties the
-// patterns must count as the keys do), and rows of -inf but one NaN (no
-// mass); against the reference at p 0, 0.3, 0.9 and 0.99, with and without
-// the patterns.
+// patterns must count as the keys do), rows of -inf but one NaN (no mass),
+// and logits near the float maximum (fp16: infinities; scaled by 0.7 they
+// overflow); against the reference at p 0, 0.3, 0.9 and 0.99, temperatures
+// 1 and 0.7, with and without the patterns.
 template <typename Rng>
 void expect_top_p_alone_by_patterns(int64_t rows, int64_t vocab, Rng& rng) {
   const int64_t pitch = vocab + 5;
@@ -1050,23 +1055,26 @@ void expect_top_p_alone_by_patterns(int64_t rows, int64_t vocab, Rng& rng) {
     for (int64_t i = 0; i < vocab; ++i) {
       float& x = logits[static_cast<size_t>(r * pitch + i)];
       const float z = normal(rng.engine());
-      switch (r % 7) {
+      switch (r % 8) {
         case 3: x = 1.5f; break;
         case 4: x = i % 97 == 0 ? kNaN : i % 5 == 0 ? -kInf : 3.0f * z; break;
         case 5: x = i % 4 == 0 ? -0.0f : i % 4 == 1 ? 0.0f : z > 0.0f ? 0.25f : -0.25f; break;
         case 6: x = i == vocab / 2 ? kNaN : -kInf; break;
+        case 7: x = i % 11 == 0 ? 3.0e38f : i % 11 == 1 ? 2.9e38f : 1.0e37f * z; break;
         default: x = z * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 3.0f : 6.0f);
       }
     }
   for (const sgtopk_dtype dtype : {SGTOPK_F32, SGTOPK_BF16, SGTOPK_F16})
-    for (const char* policy : {"filter.split.min_segments = 0\n", "filter.split.min_segments = 0\nfilter.top_p_by_patterns_min_width = 1\n"}) {
+    for (const char* policy : {"filter.split.min_segments = 0\nfilter.top_p_by_patterns_min_width = 0\n",
+                               "filter.split.min_segments = 0\nfilter.top_p_by_patterns_min_width = 1\n"}) {
       sgtopk_plan plan = compile_filter(rows, vocab, pitch, dtype, policy);
       ASSERT_NE(plan, nullptr);
-      for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
-        SCOPED_TRACE(std::string(policy) + (dtype == SGTOPK_F32 ? " f32" : dtype == SGTOPK_BF16 ? " bf16" : " f16") + " p " +
-                     std::to_string(p));
-        expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng);
-      }
+      for (const float t : {1.0f, 0.7f})
+        for (const float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
+          SCOPED_TRACE(std::string(policy) + (dtype == SGTOPK_F32 ? " f32" : dtype == SGTOPK_BF16 ? " bf16" : " f16") +
+                       " p " + std::to_string(p) + " temperature " + std::to_string(t));
+          expect_top_p_alone(plan, dtype, rows, vocab, pitch, logits, p, rng, false, t);
+        }
       sgtopk_plan_destroy(plan);
     }
 }
@@ -1075,7 +1083,7 @@ TEST(FilterGpuEdges, TopPAloneByPatterns) {
   SGTOPK_REQUIRE_GPU();
   test_context();
   SGTOPK_SEEDED_RNG(rng, "topp_patterns");
-  expect_top_p_alone_by_patterns(14, 70001, rng);
+  expect_top_p_alone_by_patterns(16, 70001, rng);
 }
 
 // The same rows, short (no count wraps): for compute-sanitizer.
@@ -1083,7 +1091,59 @@ TEST(FilterGpuEdges, TopPAloneByPatternsShort) {
   SGTOPK_REQUIRE_GPU();
   test_context();
   SGTOPK_SEEDED_RNG(rng, "topp_patterns_short");
-  expect_top_p_alone_by_patterns(7, 5003, rng);
+  expect_top_p_alone_by_patterns(8, 5003, rng);
+}
+
+// A plan of two kernels (filter.top_p_by_patterns_min_width): the top-p-alone
+// rows in the second, every other row in the first, each launched where the
+// scalars leave it rows. Every mode, per-row values mixing every edge
+// (greedy temperatures make a row top-1), scalars that leave one kernel out
+// (top-p alone everywhere: the second only; a greedy temperature: both), by
+// direct launches and by a graph updated from one to the next, outputs
+// poisoned before each; rows at an odd pitch, short enough for
+// compute-sanitizer.
+TEST(FilterGpuLaunch, TwoKernelsSplitTheRowsByMode) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "two_kernels");
+  const int64_t rows = 37, vocab = 5003, pitch = vocab + 3;
+  sgtopk_plan plan =
+      compile_filter(rows, vocab, pitch, SGTOPK_F32, "filter.split.min_segments = 0\nfilter.top_p_by_patterns_min_width = 1\n");
+  ASSERT_NE(plan, nullptr);
+  sgtopk_plan_info info = SGTOPK_PLAN_INFO_INIT;
+  ASSERT_EQ(sgtopk_plan_describe(plan, &info), SGTOPK_OK);
+  ASSERT_STREQ(info.family, "filter_row");
+  ASSERT_NE(std::string(info.parameters).find("second.kPatternBins=1"), std::string::npos) << info.parameters;
+  std::vector<std::unique_ptr<FilterSet>> sets;
+  std::vector<std::string> names;
+  for (const Mode mode : {Mode::kMixed, Mode::kTopP, Mode::kBoth, Mode::kTopK, Mode::kNeither, Mode::kMixed}) {
+    sets.push_back(std::make_unique<FilterSet>(rows, vocab, pitch, mode, rng, static_cast<int>(sets.size())));
+    names.push_back(mode_name(mode));
+  }
+  for (const float t : {0.7f, 0.0f}) {  // top-p alone at 0.7 (the second kernel alone); greedy: top-1 (the first)
+    sets.push_back(std::make_unique<FilterSet>(rows, vocab, pitch, Mode::kTopP, rng, static_cast<int>(sets.size())));
+    sets.back()->args.temperature_value = sets.back()->values.t_value = t;
+    names.push_back("topp_t" + std::to_string(t));
+  }
+  sgtopk_graph graph = nullptr;
+  ASSERT_EQ(sgtopk_filter_graph_create(plan, &sets[0]->args, &graph), SGTOPK_OK) << sgtopk_last_error();
+  for (size_t i = 0; i < sets.size(); ++i) {
+    FilterSet& set = *sets[i];
+    SCOPED_TRACE(names[i]);
+    set.poison();
+    ASSERT_EQ(sgtopk_filter(plan, &set.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    EXPECT_EQ(check(set, set.out(), rows, false), "") << "direct launch";
+    ASSERT_EQ(sgtopk_filter_graph_update(graph, &set.args), SGTOPK_OK) << sgtopk_last_error();
+    for (int replay = 0; replay < 2; ++replay) {
+      set.poison();
+      ASSERT_EQ(sgtopk_graph_launch(graph, nullptr), SGTOPK_OK);
+      synchronize();
+      EXPECT_EQ(check(set, set.out(), rows, false), "") << "graph replay " << replay;
+    }
+  }
+  EXPECT_EQ(sgtopk_graph_destroy(graph), SGTOPK_OK);
+  ASSERT_EQ(sgtopk_plan_destroy(plan), SGTOPK_OK);
 }
 
 // Top-p alone where the kept set is thousands to tens of thousands of

@@ -32,6 +32,9 @@
 // (kOutputs), as a plan without those outputs is: the code paths only such
 // kernels hold (top-p over a few survivors in one warp, the exact route's
 // barrier-free write) run here.
+// PATTERN_BINS: the two kernels of a plan with filter.top_p_by_patterns_min_width,
+// one after the other: the top-p-alone rows by 16-bit pattern counts in the
+// second, the others in the first.
 // Usage: filter_harness [ROWS] [SEED] [OUT_FILE: the output rows, raw]
 #include "prelude.h"
 
@@ -109,10 +112,20 @@ struct Config {
 #endif
   static constexpr int kPrefetchAheadSteps = PREFETCH_AHEAD_STEPS;  // the passes' L2 look-ahead in steps
 #ifdef PATTERN_BINS
-  static constexpr int kPatternBins = 1;  // top-p alone by 16-bit patterns
+  static constexpr int kPatternBins = 0;
+  static constexpr int kRows = kFilterRowsButTopPAlone;  // the top-p-alone rows are the second kernel's
 #endif
 };
 using Agent = FilterRowAgent<Config>;
+#ifdef PATTERN_BINS
+// The plan's second kernel (runtime/families/filter_row.cpp): the top-p-alone
+// rows by 16-bit patterns.
+struct SecondConfig : Config {
+  static constexpr int kPatternBins = 1;
+  static constexpr int kRows = kFilterRowsTopPAlone;
+};
+using SecondAgent = FilterRowAgent<SecondConfig>;
+#endif
 #ifdef SEGMENTS
 using Launched = FilterSplitAgent<Config>;
 constexpr int kSegments = SEGMENTS;
@@ -335,6 +348,9 @@ int main(int argc, char** argv) {
   p.live_rows = &live;
 
   static_assert(sizeof(Agent::Shared) <= sizeof(emu_shared));
+#ifdef PATTERN_BINS
+  static_assert(SecondAgent::kSharedBytes <= sizeof(emu_shared));
+#endif
   EmuCta cta;
   cta.block = new std::barrier<>(THREADS);
   blockDim.x = THREADS;
@@ -345,8 +361,13 @@ int main(int argc, char** argv) {
   for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<unsigned>(b);
   gridDim.x = static_cast<unsigned>(blocks.size());
   // The plan's launches (runtime/families/filter_split.cpp: two for the
-  // split's mask-only kernels), each over every block in a shuffled order.
+  // split's mask-only kernels; filter_row.cpp: two kernels with the
+  // patterns), each over every block in a shuffled order.
+#ifdef PATTERN_BINS
+  constexpr int kLaunches = 2;
+#else
   constexpr int kLaunches = kSegments > 1 && !Agent::kMoreOutputs ? 2 : 1;
+#endif
   for (int phase = 0; phase < kLaunches; ++phase) {
     p.phase = phase;
     std::shuffle(blocks.begin(), blocks.end(), rng);
@@ -357,6 +378,12 @@ int main(int argc, char** argv) {
           emu_cta = &cta;
           blockIdx.x = b;
           threadIdx.x = t;
+#ifdef PATTERN_BINS
+          if (phase == 1) {
+            SecondAgent::run(p);
+            return;
+          }
+#endif
           Launched::run(p);
         });
       for (auto& t : ts_) t.join();

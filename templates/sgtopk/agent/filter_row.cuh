@@ -133,6 +133,16 @@ struct FilterRowAgent {
     return false;
   }
   static constexpr bool kPatternBins = pattern_bins_on<Config>(nullptr);
+  // The rows this kernel takes (Config::kRows, where declared; abi.h's kFilterRows*).
+  template <typename C>
+  static constexpr int rows_taken(decltype(C::kRows)*) {
+    return C::kRows;
+  }
+  template <typename C>
+  static constexpr int rows_taken(...) {
+    return kFilterRowsAll;
+  }
+  static constexpr int kRows = rows_taken<Config>(nullptr);
   static constexpr unsigned kSharedBytes = filter_row_shared_bytes() + (kPatternBins ? kFilterPatternBinBytes : 0u);
   static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
   static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
@@ -2128,7 +2138,13 @@ struct FilterRowAgent {
     SGTOPK_DYNAMIC_SHARED(shared_bytes);
     Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
     const int live = static_cast<int>(live_row_count(p, static_cast<long long>(p.rows)));
-    for (int r = blockIdx.x; r < live; r += gridDim.x) filter_row(s, p, r, true);
+    for (int r = blockIdx.x; r < live; r += gridDim.x) {
+      if constexpr (kRows != kFilterRowsAll) {
+        const RowTask task = row_task(p, r);
+        if ((!task.top_k_on && task.top_p_on) != (kRows == kFilterRowsTopPAlone)) continue;  // the other kernel's row
+      }
+      filter_row(s, p, r, true);
+    }
   }
 
   // Filters row r with the whole CTA: the sampled route first where
