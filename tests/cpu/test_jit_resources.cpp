@@ -161,9 +161,11 @@ std::vector<SpillCase> spill_cases() {
       // The short-row scores kept in registers, two CTAs of 512 an SM: 64 registers.
       {"short_row_registers_K2048_rows16384_w16384", 2048, 16384, 16384, "short_row", false, false, false,
        "[select.short_row]\nscores_in_registers = true\nthreads_per_sm = 1024\n"},
-      {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true},
+      // A row or so an SM: CTAs of 1024, with the top-p-alone rows' second
+      // kernel (its spills as below, at 4096 rows).
+      {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F32, 0, 28},
       {"filter_row_bf16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
-      {"filter_row_f16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
+      {"filter_row_f16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F16, 0, 8},
       // Every output compiled in: the candidates' sort and the sampled token's search.
       {"filter_row_outputs_rows130_w128256", 64, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
@@ -174,25 +176,20 @@ std::vector<SpillCase> spill_cases() {
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE, 12},
       {"filter_row_outputs_f16_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE, 12},
-      // Past one row an SM: two CTAs of 512 an SM with 4 loads in flight (64 registers).
-      {"filter_row_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true},
-      {"filter_row_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16},
+      // Past one row an SM: two CTAs of 512 an SM with 4 loads in flight (64
+      // registers); the top-p-alone rows in the plan's second kernel, CTAs of
+      // 1024 with the pattern counts, whose fp32 form spills 28 bytes and
+      // fp16's 4 (an 8-byte frame); the first kernel none. More fails.
+      {"filter_row_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32, 0, 28},
+      {"filter_row_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16, 0, 8},
+      {"filter_row_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
+      // Below filter.top_p_by_patterns_min_width: one kernel.
+      {"filter_row_rows4096_w16384", 0, 4096, 16384, "filter_row", false, false, true},
       // With its L2 look-ahead on (off by default: measured slower), 32 bytes
       // since the passes' scaling left their loops (by_scaling, 2026-12-06);
       // more fails.
       {"filter_row_prefetch_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
        "[filter]\nprefetch_ahead_steps = 4\n", SGTOPK_BF16, 0, 32},
-      // Top-p-alone rows by 16-bit patterns: a second kernel, CTAs of 1024.
-      {"filter_row_patterns_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_BF16},
-      // fp32 spills 28 bytes; to be removed with fp16's.
-      {"filter_row_patterns_f32_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_F32, 0, 28},
-      // fp16 spills 4 bytes (an 8-byte frame) with the patterns (the same
-      // CTA without them: none); to be removed before the route is on by
-      // default. More fails.
-      {"filter_row_patterns_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true,
-       "[filter]\ntop_p_by_patterns_min_width = 1\n", SGTOPK_F16, 0, 8},
       {"filter_row_outputs_rows4096_w128256", 64, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
        SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES | SGTOPK_FILTER_SAMPLE},
       // A few rows: the planner's filter_split, CTAs of 512 (two an SM, 64 registers).
