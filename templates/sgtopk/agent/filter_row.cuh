@@ -1050,7 +1050,7 @@ struct FilterRowAgent {
   // the few warps holding the populated patterns (then one thread) with
   // nearly all of the masses to compute while the rest waited. Here each
   // warp sums chunks of 64 bins spread over the range (a lane two bins of
-  // each) into s.mass, a block scan runs over the chunks from the top, and
+  // each) into s.mass, scan_bins runs over the chunks from the top, and
   // one warp finds the bin where the target falls in its chunk.
   static constexpr int kChunkBins = 64;
   static SGTOPK_DEVICE u64 warp_sum_wide(u64 v) {  // v's warp sum below 2^63: three 21-bit parts, each summed in 32 bits
@@ -1070,26 +1070,13 @@ struct FilterRowAgent {
       if (lane == 0) s.mass[c] = sum;
     }
     __syncthreads();
-    const int first = kChunks - (static_cast<int>(threadIdx.x) + 1) * kPer;  // the lowest chunk owned
-    u64 owned = 0;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) owned += s.mass[first + j];
-    u64 above = block_exclusive_sum<kThreads, u64>(owned, s.scratch, total);
-    const u64 target = target_of(*total);
+    u64 target = 0u;
+    const Found chunk = scan_bins<kChunks>(s.mass, [&](u64 sum) { return target = target_of(sum); }, s.scratch, total);
     if (target == 0u) return Found{0u, 0u};  // no search (every thread's target)
-    if (above < target && (target <= above + owned || first == 0)) {  // one thread
-      int c = first + kPer - 1;
-      for (;; --c) {
-        if (above + s.mass[c] >= target || c == first) break;
-        above += s.mass[c];
-      }
-      s.scratch[33] = static_cast<u64>(c);
-      s.scratch[34] = above;
-    }
-    __syncthreads();
+    __syncthreads();  // every thread has read scan_bins' answer before warp 0 writes its own there
     if (warp == 0) {  // lane 0 the chunk's top pair
-      const int c = static_cast<int>(s.scratch[33]), d = c * kChunkBins + 2 * (31 - lane);
-      const u64 chunk_above = s.scratch[34], upper = bins[d + 1], pair = upper + bins[d];
+      const int d = static_cast<int>(chunk.digit) * kChunkBins + 2 * (31 - lane);
+      const u64 chunk_above = chunk.above, upper = bins[d + 1], pair = upper + bins[d];
       u64 before = pair;
 #pragma unroll
       for (int k = 1; k < 32; k <<= 1) {
@@ -1097,7 +1084,6 @@ struct FilterRowAgent {
         if (lane >= k) before += up;
       }
       const u64 from = chunk_above + before - pair;
-      __syncwarp();  // every lane has read the chunk's answer
       if (from < target && (target <= from + pair || lane == 31)) {
         const bool in_upper = from + upper >= target;
         s.scratch[33] = static_cast<u64>(in_upper ? d + 1 : d);
@@ -1127,6 +1113,7 @@ struct FilterRowAgent {
   template <bool kLargest>
   static SGTOPK_DEVICE void summarize_patterns(Shared& s, const u32* bins, u32 highest) {
     constexpr int kWords = kPatterns / 2 / kThreads;
+    static_assert(kWords > 0 && (kWords & (kWords - 1)) == 0, "the rotation below masks by kWords - 1");
     const int first = static_cast<int>(threadIdx.x) * kWords;
     u32 sum = 0u, largest = 0u;
 #pragma unroll 8
