@@ -200,11 +200,14 @@ DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args
 
 namespace {
 
-// Launch `phase`'s geometry (Plan::second's for launch 1 where the plan
-// has one), into either a launch config or a graph node.
+// Launch 1 runs the plan's second kernel where it has one (filter_row's
+// top-p-alone rows); otherwise every launch runs the first.
+bool runs_second_kernel(const Plan& plan, unsigned phase) { return phase == 1 && !plan.second.entry.empty(); }
+
+// Launch `phase`'s geometry, into either a launch config or a graph node.
 template <typename Launch>
 void set_geometry(const Plan& plan, unsigned phase, Launch& launch) {
-  const bool second = phase == 1 && !plan.second.entry.empty();
+  const bool second = runs_second_kernel(plan, phase);
   launch.gridDimX = second ? plan.second.grid : plan.grid;
   launch.gridDimY = 1;
   launch.gridDimZ = 1;
@@ -216,7 +219,7 @@ void set_geometry(const Plan& plan, unsigned phase, Launch& launch) {
 
 // Launch `phase`'s kernel.
 CUfunction function_for(const LoadedKernel& kernel, const Plan& plan, unsigned phase) {
-  return phase == 1 && !plan.second.entry.empty() ? kernel.second_function : kernel.function;
+  return runs_second_kernel(plan, phase) ? kernel.second_function : kernel.function;
 }
 
 // A stream of another context (another device's, or one the plan was not
