@@ -59,7 +59,6 @@ struct DriverApi {
   X(cuGraphInstantiate, cuGraphInstantiateWithFlags)       \
   X(cuGraphExecDestroy, cuGraphExecDestroy)                \
   X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2) \
-  X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled)          \
   X(cuGraphLaunch, cuGraphLaunch)
 
 #define SGTOPK_DECLARE_POINTER(name, symbol) decltype(&::symbol) name = nullptr;

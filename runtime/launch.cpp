@@ -294,44 +294,53 @@ void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& p
 template <typename Params>
 LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, const Params& params)
     : kernel_(kernel), plan_(plan), params_(params) {
-  const DriverApi& cu = driver();
   ScopedContext scope(kernel.context);
-  check_cuda(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
-  try {
-    for (unsigned phase = 0; phase < plan.launches; ++phase) {  // a chain: each launch after the one before
-      Params p = for_phase(params_, phase);
-      CUDA_KERNEL_NODE_PARAMS node = node_params(&p, phase);
-      CUgraphNode added = nullptr;
-      check_cuda(cu.cuGraphAddKernelNode(&added, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.size() ? 1 : 0,
-                                         &node),
-                 "cuGraphAddKernelNode");
-      nodes_.push_back(added);
-    }
-    check_cuda(cu.cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
-    enable_needed(params_);
-  } catch (...) {
-    if (exec_) cu.cuGraphExecDestroy(exec_);
-    cu.cuGraphDestroy(graph_);  // no destructor runs for a constructor that throws
-    throw;
-  }
+  launches_ = needed_launches(plan, params);
+  chain_ = build(params);
 }
 
-// A disabled node is skipped by a replay and its dependents still run after
-// the nodes before it (cuGraphNodeSetEnabled).
 template <typename Params>
-void LaunchGraph<Params>::enable_needed(const Params& params) {
+typename LaunchGraph<Params>::Chain LaunchGraph<Params>::build(const Params& params) const {
+  const DriverApi& cu = driver();
   const unsigned needed = needed_launches(plan_, params);
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    check_cuda(driver().cuGraphNodeSetEnabled(exec_, nodes_[i], needed >> i & 1u), "cuGraphNodeSetEnabled");
+  Chain chain;
+  check_cuda(cu.cuGraphCreate(&chain.graph, 0), "cuGraphCreate");
+  try {
+    for (unsigned phase = 0; phase < plan_.launches; ++phase) {  // each launch after the one before
+      if ((needed >> phase & 1u) == 0u) continue;
+      Params p = for_phase(params, phase);
+      CUDA_KERNEL_NODE_PARAMS node = node_params(&p, phase);
+      CUgraphNode added = nullptr;
+      check_cuda(cu.cuGraphAddKernelNode(&added, chain.graph, chain.nodes.empty() ? nullptr : &chain.nodes.back(),
+                                         chain.nodes.empty() ? 0 : 1, &node),
+                 "cuGraphAddKernelNode");
+      chain.nodes.push_back(added);
+      chain.phases.push_back(phase);
+    }
+    check_cuda(cu.cuGraphInstantiate(&chain.exec, chain.graph, 0), "cuGraphInstantiate");
+  } catch (...) {
+    destroy(chain);
+    throw;
+  }
+  return chain;
+}
+
+template <typename Params>
+void LaunchGraph<Params>::destroy(Chain& chain) noexcept {
+  try {
+    const DriverApi& cu = driver();
+    if (chain.exec) cu.cuGraphExecDestroy(chain.exec);
+    if (chain.graph) cu.cuGraphDestroy(chain.graph);
+  } catch (...) {
+  }
+  chain = Chain{};
 }
 
 template <typename Params>
 LaunchGraph<Params>::~LaunchGraph() {
   try {
-    const DriverApi& cu = driver();
     ScopedContext scope(kernel_.context);
-    if (exec_) cu.cuGraphExecDestroy(exec_);
-    if (graph_) cu.cuGraphDestroy(graph_);
+    destroy(chain_);
   } catch (...) {
   }
 }
@@ -349,25 +358,27 @@ CUDA_KERNEL_NODE_PARAMS LaunchGraph<Params>::node_params(Params* params, unsigne
 
 template <typename Params>
 void LaunchGraph<Params>::update(const Params& params) {
-  // The driver copies the arguments, so the new ones are kept only once it
-  // has accepted them: a failed update leaves the graph and params_ as before.
-  // With several nodes, a node's failure sets the nodes before it, and
-  // which are enabled, back.
   ScopedContext scope(kernel_.context);
-  enable_needed(params);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    Params next = for_phase(params, static_cast<unsigned>(i));
-    CUDA_KERNEL_NODE_PARAMS node = node_params(&next, static_cast<unsigned>(i));
-    const CUresult r = driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &node);
+  const unsigned needed = needed_launches(plan_, params);
+  if (needed != launches_) {  // other launches: a new chain, swapped in once it stands
+    Chain next = build(params);
+    destroy(chain_);
+    chain_ = next;
+    launches_ = needed;
+    params_ = params;
+    return;
+  }
+  // The driver copies the arguments, so the new ones are kept only once it
+  // has accepted them: a node's failure sets the nodes before it back.
+  for (size_t i = 0; i < chain_.nodes.size(); ++i) {
+    Params next = for_phase(params, chain_.phases[i]);
+    CUDA_KERNEL_NODE_PARAMS node = node_params(&next, chain_.phases[i]);
+    const CUresult r = driver().cuGraphExecKernelNodeSetParams(chain_.exec, chain_.nodes[i], &node);
     if (r != CUDA_SUCCESS) {
       for (size_t j = 0; j < i; ++j) {
-        Params before = for_phase(params_, static_cast<unsigned>(j));
-        CUDA_KERNEL_NODE_PARAMS back = node_params(&before, static_cast<unsigned>(j));
-        driver().cuGraphExecKernelNodeSetParams(exec_, nodes_[j], &back);
-      }
-      try {
-        enable_needed(params_);
-      } catch (...) {
+        Params before = for_phase(params_, chain_.phases[j]);
+        CUDA_KERNEL_NODE_PARAMS back = node_params(&before, chain_.phases[j]);
+        driver().cuGraphExecKernelNodeSetParams(chain_.exec, chain_.nodes[j], &back);
       }
       check_cuda(r, "cuGraphExecKernelNodeSetParams");
     }
@@ -379,7 +390,7 @@ template <typename Params>
 void LaunchGraph<Params>::launch(CUstream stream) {
   check_stream_context(stream, kernel_.context);
   ScopedContext scope(kernel_.context);
-  check_cuda(driver().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+  check_cuda(driver().cuGraphLaunch(chain_.exec, stream), "cuGraphLaunch");
 }
 
 template void launch_kernel(const LoadedKernel&, const Plan&, const DeviceSelectParams&, CUstream);

@@ -39,9 +39,12 @@ unsigned needed_launches(const Plan& plan, const DeviceFilterParams& params);
 template <typename Params>
 void launch_kernel(const LoadedKernel& kernel, const Plan& plan, const Params& params, CUstream stream);
 
-// The launches as a CUDA graph (a chain of kernel nodes, one a launch of
-// Plan::launches, those needed_launches leaves out disabled): instantiate once,
-// replay, swap pointers.
+// The launches as a CUDA graph: a chain of kernel nodes, one for each
+// launch needed_launches asks for (a disabled node still costs each replay
+// microseconds: docs/decisions/2026-12-07-graphs-hold-the-needed-launches.md).
+// Instantiate once, replay, swap pointers; an update whose scalars need
+// other launches builds the chain anew; a failed update leaves the graph as
+// it was.
 template <typename Params>
 class LaunchGraph {
  public:
@@ -54,15 +57,22 @@ class LaunchGraph {
   void launch(CUstream stream);
 
  private:
+  // One instantiated chain and the launches it holds (bit i: launch i).
+  struct Chain {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> nodes;   // in launch order
+    std::vector<unsigned> phases;     // nodes[i] runs launch phases[i]
+  };
+  Chain build(const Params& params) const;
+  static void destroy(Chain& chain) noexcept;
   CUDA_KERNEL_NODE_PARAMS node_params(Params* params, unsigned phase) const;
-  void enable_needed(const Params& params);
 
   const LoadedKernel& kernel_;
   const Plan& plan_;
   Params params_;
-  CUgraph graph_ = nullptr;
-  std::vector<CUgraphNode> nodes_;  // one kernel node a launch (Plan::launches), chained
-  CUgraphExec exec_ = nullptr;
+  unsigned launches_ = 0;  // needed_launches(plan_, params_): the chain's
+  Chain chain_;
 };
 using SelectGraph = LaunchGraph<DeviceSelectParams>;
 using FilterGraph = LaunchGraph<DeviceFilterParams>;
