@@ -1066,7 +1066,10 @@ struct FilterRowAgent {
 #pragma unroll 4
     for (int c = warp; c < kChunks; c += kWarps) {
       const int d = c * kChunkBins + 2 * lane;
-      const u64 sum = warp_sum_wide(bins[d] + bins[d + 1]);
+      // Most chunks hold no pattern (a row's values span few exponents):
+      // one vote skips their masses and sums.
+      u64 sum = 0u;
+      if (__ballot_sync(0xffffffffu, bins.bins[d >> 1] != 0u) != 0u) sum = warp_sum_wide(bins[d] + bins[d + 1]);
       if (lane == 0) s.mass[c] = sum;
     }
     __syncthreads();
@@ -1105,59 +1108,59 @@ struct FilterRowAgent {
     return bins;
   }
   static SGTOPK_DEVICE void count_pattern(u32* bins, u32 d) { atomicAdd(&bins[d >> 1], d & 1u ? 0x10000u : 1u); }
-  // After the count pass (and its barrier): the counts' sum into
-  // s.candidates (a wrap loses 65535 or 65536 of it, so it equals the
-  // elements counted only where none wrapped) and, kLargest, the largest
-  // counted pattern at most `highest` into s.max_key. Each lane starts a
-  // word further on: in order, a warp's lanes would hit one bank.
-  template <bool kLargest>
-  static SGTOPK_DEVICE void summarize_patterns(Shared& s, const u32* bins, u32 highest) {
+  // After the count pass (and its barrier): whether every count held. A
+  // count wraps only past 65535 elements, so a shorter row skips the check;
+  // a longer one sums the counts into s.candidates (a wrap loses 65535 or
+  // 65536 of it, so it equals the elements counted only where none
+  // wrapped). Each lane starts a word further on: in order, a warp's lanes
+  // would hit one bank. Every thread gets the answer.
+  static SGTOPK_DEVICE bool counts_held(Shared& s, const u32* bins, const Row& row) {
+    if (row.len <= 0xffff) return true;
     constexpr int kWords = kPatterns / 2 / kThreads;
     static_assert(kWords > 0 && (kWords & (kWords - 1)) == 0, "the rotation below masks by kWords - 1");
     const int first = static_cast<int>(threadIdx.x) * kWords;
-    u32 sum = 0u, largest = 0u;
+    u32 sum = 0u;
 #pragma unroll 8
     for (int j = 0; j < kWords; ++j) {
-      const int w = first + ((j + static_cast<int>(threadIdx.x)) & (kWords - 1));
-      const u32 word = bins[w], low = word & 0xffffu, high = word >> 16;
-      sum += low + high;
-      if constexpr (kLargest) {
-        const u32 d = 2u * static_cast<u32>(w);
-        if (low != 0u && d <= highest) largest = max_of(largest, d);
-        if (high != 0u && d + 1u <= highest) largest = max_of(largest, d + 1u);
-      }
+      const u32 word = bins[first + ((j + static_cast<int>(threadIdx.x)) & (kWords - 1))];
+      sum += (word & 0xffffu) + (word >> 16);
     }
     sum = warp_sum(sum);
-    if constexpr (kLargest) largest = warp_max(largest);
-    if ((threadIdx.x & 31u) == 0u) {
-      atomicAdd(&s.candidates, sum);
-      if constexpr (kLargest) atomicMax(&s.max_key, largest);
-    }
+    if ((threadIdx.x & 31u) == 0u) atomicAdd(&s.candidates, sum);
     __syncthreads();
+    return s.candidates == static_cast<u32>(row.len);
   }
   static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
                                               u32* copies) {
     static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
     if constexpr (Config::kDtype == kFilterF32) return top_p_by_key_patterns(s, row, top_p, max_key, b, t, copies);
     u32* bins = clear_patterns(s);
+    // The largest pattern that is a number (NaNs' lie above +inf's); 0, a
+    // NaN's, where there is none.
+    u32 largest = 0u;
+    auto count = [&](u32 d) {
+      count_pattern(bins, d);
+      largest = max_of(largest, d <= kHighestNumberPattern ? d : 0u);
+    };
     auto visit = [&](const u32(&words)[4], int, u32 valid) {
       if (valid == (1u << kPerVector) - 1u) {
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
           const u32 d = patterns_of(words[w]);
-          count_pattern(bins, d & 0xffffu);
-          count_pattern(bins, d >> 16);
+          count(d & 0xffffu);
+          count(d >> 16);
         }
       } else {
 #pragma unroll
         for (int u = 0; u < kPerVector; ++u)
-          if ((valid >> u) & 1u) count_pattern(bins, patterns_of(static_cast<u32>(element(words, u))) & 0xffffu);
+          if ((valid >> u) & 1u) count(patterns_of(static_cast<u32>(element(words, u))) & 0xffffu);
       }
     };
     stream_row<kExactLoads>(row.logits, row.len, visit);
+    largest = warp_max(largest);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, largest);
     __syncthreads();
-    summarize_patterns<true>(s, bins, kHighestNumberPattern);
-    const bool wrapped = s.candidates != static_cast<u32>(row.len);
+    const bool wrapped = !counts_held(s, bins, row);
     max_key = ordered_key(pattern_scaled(row, s.max_key));  // no number: a NaN's pattern, key 0
     __syncthreads();  // every thread has read the summary
     if (wrapped) return false;
@@ -1219,9 +1222,8 @@ struct FilterRowAgent {
     local_max = warp_max(local_max);
     if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
     __syncthreads();
-    summarize_patterns<false>(s, bins, 0u);
+    bool windowed = counts_held(s, bins, row);  // else the histogram route
     max_key = s.max_key;
-    bool windowed = s.candidates == static_cast<u32>(row.len);  // else a count wrapped
     __syncthreads();  // every thread has read the summary
     if (windowed) {
       u64 total, target = 0;
