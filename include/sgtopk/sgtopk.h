@@ -278,7 +278,9 @@ SGTOPK_API sgtopk_status sgtopk_filter(sgtopk_plan plan, const sgtopk_filter_arg
  * contents needs no update. sgtopk_graph_create / _update take a select plan,
  * sgtopk_filter_graph_create / _update a filter plan; launch and destroy take
  * either graph. The scalar values of sgtopk_filter_args are fixed at create
- * or update. */
+ * or update; the graph holds only the launches they need, so an update whose
+ * scalars need other launches of the plan (a filter plan's two kernels)
+ * builds the graph anew, and a failed update leaves it as it was. */
 SGTOPK_API sgtopk_status sgtopk_graph_create(sgtopk_plan plan, const sgtopk_select_args* args, sgtopk_graph* out_graph);
 SGTOPK_API sgtopk_status sgtopk_graph_update(sgtopk_graph graph, const sgtopk_select_args* args);
 SGTOPK_API sgtopk_status sgtopk_filter_graph_create(sgtopk_plan plan, const sgtopk_filter_args* args,
