@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
@@ -363,7 +364,7 @@ void LaunchGraph<Params>::update(const Params& params) {
   if (needed != launches_) {  // other launches: a new chain, swapped in once it stands
     Chain next = build(params);
     destroy(chain_);
-    chain_ = next;
+    chain_ = std::move(next);
     launches_ = needed;
     params_ = params;
     return;
