@@ -1096,7 +1096,7 @@ struct FilterRowAgent {
     __syncthreads();
     return Found{static_cast<u32>(s.scratch[33]), s.scratch[34]};
   }
-  // The count pass's pieces: the bins and the summary cleared; one count.
+  // The count pass's pieces: the bins, s.max_key and the counts' sum cleared; one count.
   static SGTOPK_DEVICE u32* clear_patterns(Shared& s) {
     u32* bins = pattern_bins(s);
     for (int i = threadIdx.x; i < kPatterns / 2; i += kThreads) bins[i] = 0u;
@@ -1162,7 +1162,7 @@ struct FilterRowAgent {
     __syncthreads();
     const bool wrapped = !counts_held(s, bins, row);
     max_key = ordered_key(pattern_scaled(row, s.max_key));  // no number: a NaN's pattern, key 0
-    __syncthreads();  // every thread has read the summary
+    __syncthreads();  // every thread has read s.max_key and the check
     if (wrapped) return false;
     const float top = float_from_ordered_key(max_key);
     // Z is the patterns' total mass; the pattern where the mass from the top reaches p's target.
@@ -1224,7 +1224,7 @@ struct FilterRowAgent {
     __syncthreads();
     bool windowed = counts_held(s, bins, row);  // else the histogram route
     max_key = s.max_key;
-    __syncthreads();  // every thread has read the summary
+    __syncthreads();  // every thread has read s.max_key and the check
     if (windowed) {
       u64 total, target = 0;
       const Found found = scan_patterns(
