@@ -296,19 +296,18 @@ template <typename Params>
 LaunchGraph<Params>::LaunchGraph(const LoadedKernel& kernel, const Plan& plan, const Params& params)
     : kernel_(kernel), plan_(plan), params_(params) {
   ScopedContext scope(kernel.context);
-  launches_ = needed_launches(plan, params);
   chain_ = build(params);
 }
 
 template <typename Params>
 typename LaunchGraph<Params>::Chain LaunchGraph<Params>::build(const Params& params) const {
   const DriverApi& cu = driver();
-  const unsigned needed = needed_launches(plan_, params);
   Chain chain;
+  chain.launches = needed_launches(plan_, params);
   check_cuda(cu.cuGraphCreate(&chain.graph, 0), "cuGraphCreate");
   try {
     for (unsigned phase = 0; phase < plan_.launches; ++phase) {  // each launch after the one before
-      if ((needed >> phase & 1u) == 0u) continue;
+      if ((chain.launches >> phase & 1u) == 0u) continue;
       Params p = for_phase(params, phase);
       CUDA_KERNEL_NODE_PARAMS node = node_params(&p, phase);
       CUgraphNode added = nullptr;
@@ -360,12 +359,10 @@ CUDA_KERNEL_NODE_PARAMS LaunchGraph<Params>::node_params(Params* params, unsigne
 template <typename Params>
 void LaunchGraph<Params>::update(const Params& params) {
   ScopedContext scope(kernel_.context);
-  const unsigned needed = needed_launches(plan_, params);
-  if (needed != launches_) {  // other launches: a new chain, swapped in once it stands
+  if (needed_launches(plan_, params) != chain_.launches) {  // other launches: a new chain, swapped in once it stands
     Chain next = build(params);
     destroy(chain_);
     chain_ = std::move(next);
-    launches_ = needed;
     params_ = params;
     return;
   }

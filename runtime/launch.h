@@ -57,12 +57,13 @@ class LaunchGraph {
   void launch(CUstream stream);
 
  private:
-  // One instantiated chain and the launches it holds (bit i: launch i).
+  // One instantiated chain and the launches it holds.
   struct Chain {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
     std::vector<CUgraphNode> nodes;   // in launch order
     std::vector<unsigned> phases;     // nodes[i] runs launch phases[i]
+    unsigned launches = 0;            // bit i: launch i is a node (needed_launches of the params built from)
   };
   Chain build(const Params& params) const;
   static void destroy(Chain& chain) noexcept;
@@ -71,7 +72,6 @@ class LaunchGraph {
   const LoadedKernel& kernel_;
   const Plan& plan_;
   Params params_;
-  unsigned launches_ = 0;  // needed_launches(plan_, params_): the chain's
   Chain chain_;
 };
 using SelectGraph = LaunchGraph<DeviceSelectParams>;
