@@ -1130,6 +1130,18 @@ struct FilterRowAgent {
     __syncthreads();
     return s.candidates == static_cast<u32>(row.len);
   }
+  // The count pass's end: `largest` becomes the block's (through
+  // s.max_key), and whether every count held comes back; every thread gets
+  // both, and the barrier at the end lets the caller reuse s.
+  static SGTOPK_DEVICE bool end_pattern_count(Shared& s, const u32* bins, const Row& row, u32& largest) {
+    largest = warp_max(largest);
+    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, largest);
+    __syncthreads();
+    const bool held = counts_held(s, bins, row);
+    largest = s.max_key;
+    __syncthreads();  // every thread has read s.max_key and the check
+    return held;
+  }
   static SGTOPK_DEVICE bool top_p_by_patterns(Shared& s, const Row& row, float top_p, u32& max_key, u32& b, u32& t,
                                               u32* copies) {
     static_assert(kPatterns % kThreads == 0, "the patterns split evenly over the threads");
@@ -1157,13 +1169,9 @@ struct FilterRowAgent {
       }
     };
     stream_row<kExactLoads>(row.logits, row.len, visit);
-    largest = warp_max(largest);
-    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, largest);
-    __syncthreads();
-    const bool wrapped = !counts_held(s, bins, row);
-    max_key = ordered_key(pattern_scaled(row, s.max_key));  // no number: a NaN's pattern, key 0
-    __syncthreads();  // every thread has read s.max_key and the check
-    if (wrapped) return false;
+    const bool held = end_pattern_count(s, bins, row, largest);
+    max_key = ordered_key(pattern_scaled(row, largest));  // no number: a NaN's pattern, key 0
+    if (!held) return false;
     const float top = float_from_ordered_key(max_key);
     // Z is the patterns' total mass; the pattern where the mass from the top reaches p's target.
     u64 total, target = 0;
@@ -1219,12 +1227,8 @@ struct FilterRowAgent {
       local_max = max_of(local_max, key);
       count_pattern(bins, key >> 16);
     });
-    local_max = warp_max(local_max);
-    if ((threadIdx.x & 31u) == 0u) atomicMax(&s.max_key, local_max);
-    __syncthreads();
-    bool windowed = counts_held(s, bins, row);  // else the histogram route
-    max_key = s.max_key;
-    __syncthreads();  // every thread has read s.max_key and the check
+    bool windowed = end_pattern_count(s, bins, row, local_max);  // else the histogram route
+    max_key = local_max;
     if (windowed) {
       u64 total, target = 0;
       const Found found = scan_patterns(
