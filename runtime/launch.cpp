@@ -101,8 +101,8 @@ static_assert(SGTOPK_F32 == sgtopk::kFilterF32 && SGTOPK_BF16 == sgtopk::kFilter
 
 static_assert(kFilterCandidateCapacity == sgtopk::kFilterCandidates,
               "the candidate capacity is the kernel's shared candidate buffer");
-static_assert(offsetof(sgtopk::FilterRowShared, candidate_index) ==
-                  offsetof(sgtopk::FilterRowShared, candidate_key) + sizeof(sgtopk::FilterRowShared::candidate_key),
+static_assert(offsetof(sgtopk::FilterRowShared<>, candidate_index) ==
+                  offsetof(sgtopk::FilterRowShared<>, candidate_key) + sizeof(sgtopk::FilterRowShared<>::candidate_key),
               "top-p alone reads the candidate keys and indices as one window of keys (filter_row.cuh's window_keys)");
 
 DeviceFilterParams make_filter_params(const Plan& plan, const sgtopk_filter_args* args, uint64_t own_workspace) {

@@ -282,10 +282,14 @@
     "threads per CTA of the filter_row family past few_rows_per_sm rows an SM (one CTA a row, two an SM)") \
   X(INT, sample_size, 2048, (0, 8192), \
     "values of a row the sampled route samples for top-k, in runs of one 32-byte sector (held in the candidate\n" \
-    "buffer, hence at most its 8192); 0: the exact route only") \
+    "buffer, so at most its size); 0: the exact route only") \
   X(INT, top_p_sample_size, 1024, (0, 8192), \
     "values of a row, one at a time at a fixed stride, the sampled route samples for top-p alone (its window);\n" \
     "0: the exact route only") \
+  X(INT, candidate_buffer, 8192, (64, 8192), \
+    "keys (with their row indices) the shared candidate buffer of filter_row holds in plans that write\n" \
+    "only the mask (the others hold 8192): 8 bytes a key, so fewer let more CTAs share an SM (4032 with\n" \
+    "block_threads 256: four); rows whose candidates do not fit take the exact route") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(INT, loads_in_flight, 2, (1, 8), \

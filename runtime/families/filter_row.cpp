@@ -59,15 +59,29 @@ FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm
              : FilterRowCta{policy.block_threads, policy.loads_in_flight, false};
 }
 
+// The candidate buffer's keys (abi.h's FilterRowShared): the policy's
+// where only the mask is written; the largest, a power of two, where the
+// candidate or sample output sorts the buffer.
+static int filter_row_candidates(const Problem& p, const FilterPolicy& policy) {
+  return p.filter_candidates || p.filter_sample ? sgtopk::kFilterCandidates : policy.candidate_buffer;
+}
+
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
   const FilterRowCta cta = filter_row_cta(p, policy.filter, target.sm_count);
-  // About 88 KB (the candidates' keys and indices are 64 KB): past the
-  // default 48 KB, so the loader opts in (kernel_module.cpp), within every
-  // sm_80+ limit (99 KB at least); two CTAs an SM on sm_90 by memory.
+  const int candidates = filter_row_candidates(p, policy.filter);
+  if (candidates != policy.filter.candidate_buffer)
+    plan.derived.push_back("a candidate buffer of " + std::to_string(candidates) +
+                           " keys: the candidate and sample outputs sort it [filter.candidate_buffer]");
+  if (policy.filter.sample_size > candidates)
+    plan.derived.push_back("top-k's sample " + std::to_string(candidates) + ", the candidate buffer's size [filter.sample_size]");
+  // At 8192 candidates about 88 KB (their keys and indices are 64 KB): past
+  // the default 48 KB, so the loader opts in (kernel_module.cpp), within
+  // every sm_80+ limit (99 KB at least); two CTAs an SM on sm_90 by memory.
   plan.block = static_cast<unsigned>(cta.threads);
-  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
+  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes(candidates);
   // The CTAs an SM holds at once, as the launch bounds' minimum: at 512
-  // threads, two (64 registers a thread); at 1024, one.
+  // threads, two (64 registers a thread); at 1024, one; at 256 with 4032
+  // candidates, four.
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(cta.threads, plan.dynamic_smem_bytes, target.arch));
   // A CTA takes every grid-th row: the CTAs an SM holds at once (threads and
   // shared memory permitting) on every SM, so rows past live_rows cost no
@@ -79,14 +93,14 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
                       "filter.prefetch_ahead_steps");
   const int prefetch_ahead_steps = prefetches ? policy.filter.prefetch_ahead_steps : 0;
   plan.config = filter_config(plan, p, policy.filter, cta.threads, cta.loads_in_flight, prefetch_ahead_steps);
-  plan.config.integer("kPatternBins", 0);
+  plan.config.integer("kCandidates", candidates).integer("kPatternBins", 0);
   plan.workspace_bytes = 0;
 
   // Top-p alone by 16-bit patterns (of a 16-bit logit, of an fp32 key's top
   // half): their counts beside the row's shared state, in CTAs of 1024 (one
   // an SM by memory), a second kernel of the plan that takes the top-p-alone
   // rows while the first keeps the others in its CTAs.
-  const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes;
+  const unsigned pattern_bytes = sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates) + sgtopk::kFilterPatternBinBytes;
   const int64_t min_width = policy.filter.top_p_by_patterns_min_width;
   const bool wanted = min_width > 0 && p.width >= min_width && !p.filter_candidates && !p.filter_sample;
   if (!wanted) return;  // mask plans of rows at least that wide only
@@ -105,7 +119,9 @@ void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const T
   second.min_blocks_per_sm = static_cast<unsigned>(filter_ctas_per_sm(1024, pattern_bytes, target.arch));
   second.grid = static_cast<unsigned>(std::min<int64_t>(p.rows, int64_t{target.sm_count} * second.min_blocks_per_sm));
   second.config = filter_config(plan, p, policy.filter, 1024, cta.loads_in_flight, prefetch_ahead_steps);
-  second.config.integer("kPatternBins", 1).integer("kRows", sgtopk::kFilterRowsTopPAlone);
+  second.config.integer("kCandidates", sgtopk::kFilterCandidates)  // top-p alone's window: twice the buffer
+      .integer("kPatternBins", 1)
+      .integer("kRows", sgtopk::kFilterRowsTopPAlone);
   plan.launches = 2;
 }
 

@@ -17,7 +17,7 @@ namespace sgtopk::detail {
 // more than 64 registers a thread: ptxas spilled at two CTAs of 512).
 int filter_split_ctas_per_sm(const Problem& p, const FilterSplitPolicy& policy, const std::string& arch) {
   if (p.filter_candidates || p.filter_sample) return 1;
-  return std::min(policy.ctas_per_sm, filter_ctas_per_sm(policy.block_threads, sgtopk::filter_row_shared_bytes(), arch));
+  return std::min(policy.ctas_per_sm, filter_ctas_per_sm(policy.block_threads, sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates), arch));
 }
 
 // As many segments a row as the grid (the CTAs an SM holds) and the
@@ -39,7 +39,7 @@ void plan_filter_split(Plan& plan, const Problem& p, const Policy& policy, const
                      std::to_string(p.rows) + " rows are too many for it (the filter_row family takes them)");
   plan.block = static_cast<unsigned>(fs.block_threads);
   // filter_row's shared memory (its CTA decides a row as filter_row does).
-  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes();
+  plan.dynamic_smem_bytes = sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates);
   plan.min_blocks_per_sm = static_cast<unsigned>(filter_split_ctas_per_sm(p, fs, target.arch));
   plan.grid_constant_params = true;  // finish_window takes FilterParams by reference, out of line
   plan.grid = static_cast<unsigned>(p.rows * segments);

@@ -224,11 +224,13 @@ SGTOPK_ABI_FN unsigned short_row_shared_bytes(int threads, int items, bool sorte
 // when that many fit, with their row indices (the sampled route resolves
 // ties and writes the kept values from them, without reading the row
 // again), and their count. The sample is held in the key array before the
-// gather. 8192 candidates keep the whole at about 88 KB: two CTAs an SM on
-// sm_90 (227 KB), past the default 48 KB (the plan opts in), under every
-// sm_80+ per-block limit (99 KB at least).
+// gather. A plan sizes the buffer (kCandidates; filter.candidate_buffer):
+// the most, 8192, keeps the whole at about 88 KB, two CTAs an SM on sm_90
+// (227 KB), past the default 48 KB (the plan opts in), under every sm_80+
+// per-block limit (99 KB at least); 4032 fit four CTAs an SM.
 constexpr int kFilterDigitBits = 11;
-constexpr int kFilterCandidates = 8192;  // 32 KB of keys and 32 KB of indices
+constexpr int kFilterCandidates = 8192;  // the largest buffer: 32 KB of keys and 32 KB of indices
+template <int kCandidates = kFilterCandidates>
 struct FilterRowShared {
   union {
     u32 mass_words[2][1 << kFilterDigitBits];  // a digit's mass: its low words, then its high words (add_mass)
@@ -240,10 +242,14 @@ struct FilterRowShared {
   u64 total;
   u32 max_key;
   u32 candidates;  // slots of candidate_key taken (the gather counts past the capacity)
-  u32 candidate_key[kFilterCandidates];
-  u32 candidate_index[kFilterCandidates];  // the sampled route's: the row index of candidate_key's key (right after the keys:
-                                           // top-p alone reads both as one window of keys)
+  u32 candidate_key[kCandidates];
+  u32 candidate_index[kCandidates];  // the sampled route's: the row index of candidate_key's key (right after the keys:
+                                     // top-p alone reads both as one window of keys)
 };
+// The state before the candidates, in bytes: FilterRowShared<n> is that and 8 n.
+constexpr unsigned kFilterRowStateBytes = static_cast<unsigned>(sizeof(FilterRowShared<2>)) - 16u;
+static_assert(sizeof(FilterRowShared<kFilterCandidates>) == kFilterRowStateBytes + 8u * kFilterCandidates,
+              "the candidates' keys and indices follow the state, with no padding");
 // The filter_split family's per-row record in its workspace: the segments'
 // arrival counter, their candidates' count (past the capacity too) and the
 // row's largest unscaled key, restored by the row's finisher (the last
@@ -285,7 +291,10 @@ SGTOPK_ABI_FN FilterSamplePoints filter_sample_points(int len, int count, int sh
   return FilterSamplePoints{count, (len / runs) >> shift << shift, shift};
 }
 
-SGTOPK_ABI_FN unsigned filter_row_shared_bytes() { return (static_cast<unsigned>(sizeof(FilterRowShared)) + 15u) / 16u * 16u; }
+// FilterRowShared<candidates>'s bytes, for a plan's number (rounded to 16).
+SGTOPK_ABI_FN unsigned filter_row_shared_bytes(int candidates) {
+  return (kFilterRowStateBytes + 8u * static_cast<unsigned>(candidates) + 15u) / 16u * 16u;
+}
 // filter_row's top-p alone by 16-bit patterns (policy filter.top_p_by_patterns_min_width):
 // a 16-bit count a pattern, two to a word, after FilterRowShared.
 constexpr unsigned kFilterPatternBinBytes = (1u << 16) * 2u;

@@ -955,7 +955,7 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   EXPECT_EQ(plan.agent_header, "sgtopk/agent/filter_row.cuh");
   EXPECT_EQ(plan.block, 1024u);
   EXPECT_EQ(plan.grid, 8u);  // fewer rows than CTAs the GPU holds: one CTA a row
-  EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
+  EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates));
   EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(plan.constant("kThreads"), "1024");
   EXPECT_EQ(plan.constant("kDtype"), "0");

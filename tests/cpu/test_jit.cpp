@@ -1311,7 +1311,7 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
     EXPECT_EQ(plan.constant("kPatternBins"), "0");
     EXPECT_EQ(plan.block, off.block);
     EXPECT_EQ(plan.grid, off.grid);
-    EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes());
+    EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates));
     EXPECT_EQ(plan.min_blocks_per_sm, off.min_blocks_per_sm);
     EXPECT_EQ(plan.launches, c.patterns ? 2u : 1u);
     if (c.patterns) {
@@ -1321,7 +1321,7 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
       EXPECT_EQ(plan.second.config.text("kPatternBins"), "1");
       EXPECT_EQ(plan.second.config.text("kThreads"), "1024");
       EXPECT_EQ(plan.second.block, 1024u);
-      EXPECT_EQ(plan.second.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes() + sgtopk::kFilterPatternBinBytes);
+      EXPECT_EQ(plan.second.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates) + sgtopk::kFilterPatternBinBytes);
       EXPECT_EQ(plan.second.min_blocks_per_sm, 1u);
       EXPECT_EQ(plan.second.grid, static_cast<unsigned>(std::min<int64_t>(1024, target.sm_count)));
       // One module, both entries; the parameters name the second's constants.
@@ -1350,6 +1350,58 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
   EXPECT_EQ(plan.constant("kPatternBins"), "0");
   EXPECT_TRUE(plan.second.entry.empty());
   for (const std::string& d : plan.derived) EXPECT_FALSE(contains(d, "top_p_by_patterns")) << d;
+}
+
+// filter.candidate_buffer sizes filter_row's shared candidates in plans that
+// write only the mask: the kernel's constant and its shared memory follow,
+// and so do the CTAs an SM holds (four of 256 threads at 4032 keys on
+// sm_90, three at 4096, whose 57.7 KB miss the fourth by 304 bytes); the
+// candidate and sample outputs keep 8192 and say so; the top-p-alone kernel
+// keeps 8192 for its window.
+TEST(JitPlanner, TheCandidateBufferSizesFilterRowsSharedMemory) {
+  struct Case {
+    int buffer;
+    uint32_t flags;
+    int held;
+    unsigned ctas;
+  };
+  for (const Case c : {Case{4032, SGTOPK_FILTER_MASK, 4032, 4u}, Case{4096, SGTOPK_FILTER_MASK, 4096, 3u},
+                       Case{64, SGTOPK_FILTER_MASK, 64, 4u}, Case{4032, SGTOPK_FILTER_SAMPLE, sgtopk::kFilterCandidates, 2u},
+                       Case{4032, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, sgtopk::kFilterCandidates, 2u}}) {
+    SCOPED_TRACE("buffer " + std::to_string(c.buffer) + " flags " + std::to_string(c.flags));
+    const Policy policy = edited_policy([&](Policy& p) {
+      p.filter.candidate_buffer = c.buffer;
+      p.filter.block_threads = 256;
+    });
+    sgtopk_problem p = SGTOPK_PROBLEM_INIT;
+    p.op = SGTOPK_OP_FILTER;
+    p.rows = 1024;
+    p.width = 128256;
+    p.dtype = SGTOPK_BF16;
+    p.flags = c.flags;
+    if (c.flags & SGTOPK_FILTER_CANDIDATES) p.k = 64;  // the candidate capacity
+    const Target target = resolve_target(-1, "sm_90", "sm_90");
+    const Plan plan = make_plan(validate_problem(&p), policy, target);
+    EXPECT_EQ(plan.family, "filter_row");
+    EXPECT_EQ(plan.constant("kCandidates"), std::to_string(c.held));
+    EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes(c.held));
+    EXPECT_EQ(plan.block, 256u);
+    EXPECT_EQ(plan.min_blocks_per_sm, c.ctas);
+    EXPECT_EQ(plan.grid, static_cast<unsigned>(std::min<int64_t>(1024, int64_t{target.sm_count} * c.ctas)));
+    bool said = false;
+    for (const std::string& d : plan.derived) said = said || contains(d, "the candidate and sample outputs sort it");
+    EXPECT_EQ(said, c.held != c.buffer);
+    if (plan.launches == 2u) {
+      EXPECT_EQ(plan.second.config.text("kCandidates"), std::to_string(sgtopk::kFilterCandidates));
+      EXPECT_EQ(plan.second.dynamic_smem_bytes,
+                sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates) + sgtopk::kFilterPatternBinBytes);
+    }
+  }
+  // Under 64 keys or past 8192 the policy is refused, naming the key.
+  for (const char* text : {"[filter]\ncandidate_buffer = 63\n", "[filter]\ncandidate_buffer = 8193\n"}) {
+    SCOPED_TRACE(text);
+    EXPECT_THROW(sgtopk::detail::parse_policy_string(text), std::exception);
+  }
 }
 
 // A plan of two kernels launches each where the scalars leave it rows: the

@@ -1192,8 +1192,8 @@ namespace {
 // all-equal rows and huge ties at the top (the buffer overflows), and
 // ordinary rows (the route succeeds), under the default policy, a 32-value
 // sample without margin, the exact route only (sample_size 0), and blocks
-// of 1024 (the few-rows default) and 512 with 4 loads in flight; every row exact, and every policy's output the same
-// bits.
+// of 1024 (the few-rows default) and 512 with 4 loads in flight, and candidate buffers of 4032 keys (CTAs of 256)
+// and of 64 (most rows overflow it); every row exact, and every policy's output the same bits.
 TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   SGTOPK_REQUIRE_GPU();
   test_context();
@@ -1232,7 +1232,9 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
                              "filter.split.min_segments = 0\n",
                              "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
                              "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 3\n",
-                             "filter.split.prefetch_before_sample_kb = 8\nfilter.split.prefetch_ahead_steps = 1\n"}) {
+                             "filter.split.prefetch_before_sample_kb = 8\nfilter.split.prefetch_ahead_steps = 1\n",
+                             "filter.few_rows_per_sm = 0\nfilter.block_threads = 256\nfilter.candidate_buffer = 4032\n",
+                             "filter.few_rows_per_sm = 0\nfilter.candidate_buffer = 64\n"}) {
     SCOPED_TRACE(policy ? policy : "default policy");
     sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
     ASSERT_NE(plan, nullptr);

@@ -143,12 +143,25 @@ struct FilterRowAgent {
     return kFilterRowsAll;
   }
   static constexpr int kRows = rows_taken<Config>(nullptr);
-  static constexpr unsigned kSharedBytes = filter_row_shared_bytes() + (kPatternBins ? kFilterPatternBinBytes : 0u);
+  // The candidate buffer's keys (Config::kCandidates, where declared; abi.h's FilterRowShared).
+  template <typename C>
+  static constexpr int candidates_held(decltype(C::kCandidates)*) {
+    return C::kCandidates;
+  }
+  template <typename C>
+  static constexpr int candidates_held(...) {
+    return kFilterCandidates;
+  }
+  static constexpr int kCandidates = candidates_held<Config>(nullptr);
+  static_assert(kCandidates >= 64 && kCandidates <= kFilterCandidates, "filter.candidate_buffer: 64..8192");
+  static constexpr unsigned kSharedBytes = filter_row_shared_bytes(kCandidates) + (kPatternBins ? kFilterPatternBinBytes : 0u);
   static constexpr int kSampleSize = Config::kSampleSize;          // top-k's sample
   static constexpr int kTopPSampleSize = Config::kTopPSampleSize;  // top-p alone's
   static constexpr int kSampleSigmas = Config::kSampleSigmas;
   // The candidate or sample output compiled in (abi.h's kFilterOut*).
   static constexpr bool kMoreOutputs = (Config::kOutputs & (kFilterOutCandidates | kFilterOutSample)) != 0;
+  static_assert(!kMoreOutputs || (kCandidates & (kCandidates - 1)) == 0,
+                "the candidate output's sort (sort_candidates) pads the buffer to a power of two");
   static constexpr int kLoadsInFlight = Config::kLoadsInFlight;  // 16-byte loads a thread has in flight in stream_row
   // The exact route's passes (for_each_key): one load in flight where the
   // outputs' code leaves no registers for more (ptxas would spill).
@@ -187,7 +200,7 @@ struct FilterRowAgent {
   // the exact one ran; the sample predicted a failure and the exact one ran.
   enum Route { kRouteSampled, kRouteFallback, kRouteExact };
 
-  typedef FilterRowShared Shared;
+  typedef FilterRowShared<kCandidates> Shared;
   static_assert(kDigitBits == 11, "boundary() resolves 32-bit keys in rounds of 11, 11 and 10 bits");
 
   // Where a digit round found the rank: the digit, and the count or mass of
@@ -598,7 +611,7 @@ struct FilterRowAgent {
     __syncthreads();
     const u32 n = s.candidates;
     if (t >= n) return kEveryCopy;
-    if (n > static_cast<u32>(kFilterCandidates)) return kTooManyCopies;
+    if (n > static_cast<u32>(kCandidates)) return kTooManyCopies;
     u64 above = 0;
     return ~boundary(s, IndexOrder{s.candidate_index, static_cast<int>(n)}, t, false, 0.0f, 0u, 0xffffffffu, 0, 0u,
                      0u, &above) + 1u;
@@ -834,7 +847,7 @@ struct FilterRowAgent {
 
   // The exact route's gather: every key of the row whose first digit lies
   // in [low, high] (`count` of them, counted by the first digit round and at
-  // most kFilterCandidates) into the candidate buffer, s.candidates at 0;
+  // most kCandidates) into the candidate buffer, s.candidates at 0;
   // one shared atomic a warp.
   static SGTOPK_DEVICE Candidates gather_digits(Shared& s, const Row& row, u32 low, u32 high, u64 count) {
     for_each_key(row, [&](float, u32 key, int) {
@@ -860,7 +873,7 @@ struct FilterRowAgent {
   // where they fit the buffer one more pass gathers them, else rounds 1 and
   // 2 read the row. The same integers as top_p_boundary(row, ...) at every
   // step, hence the same b and t.
-  static constexpr int kWindowKeys = 2 * kFilterCandidates;
+  static constexpr int kWindowKeys = 2 * kCandidates;
   static SGTOPK_DEVICE u32* window_keys(Shared& s) { return s.candidate_key; }  // and candidate_index after it
   struct WindowDigits {
     u32 low, high;  // empty (low > high): no window
@@ -991,7 +1004,7 @@ struct FilterRowAgent {
     __syncthreads();  // count is cleared by the next round
     u64 mass_above = 0;
     u32 bp;
-    if (candidates <= static_cast<u64>(kFilterCandidates)) {
+    if (candidates <= static_cast<u64>(kCandidates)) {
       if (threadIdx.x == 0) s.candidates = 0u;
       __syncthreads();
       const Candidates c = gather_digits(s, row, first.digit, first.digit, candidates);
@@ -1018,7 +1031,7 @@ struct FilterRowAgent {
   // (temperatures whose quotients are subnormal): today's route then runs.
   static constexpr int kPatterns = 1 << 16;
   static SGTOPK_DEVICE u32* pattern_bins(Shared& s) {
-    return reinterpret_cast<u32*>(reinterpret_cast<unsigned char*>(&s) + filter_row_shared_bytes());
+    return reinterpret_cast<u32*>(reinterpret_cast<unsigned char*>(&s) + filter_row_shared_bytes(kCandidates));
   }
   static SGTOPK_DEVICE u32 pattern_count(const u32* bins, u32 d) { return (bins[d >> 1] >> (16u * (d & 1u))) & 0xffffu; }
   // The patterns of a word's two 16-bit logits, in its two halves.
@@ -1568,7 +1581,7 @@ struct FilterRowAgent {
   // (docs/decisions/2026-12-05-filter-sample-rank-by-warp-pops.md).
   static constexpr int kSampleRunShift = sizeof(Elem) == 4 ? 3 : 4;
   static SGTOPK_DEVICE FilterSamplePoints sample_points(int len, bool top_k) {
-    const int count = min_of(min_of(top_k ? kSampleSize : kTopPSampleSize, kFilterCandidates), len);
+    const int count = min_of(min_of(top_k ? kSampleSize : kTopPSampleSize, kCandidates), len);
     return filter_sample_points(len, count, top_k ? kSampleRunShift : 0);
   }
   static constexpr int kLargerSample = kSampleSize > kTopPSampleSize ? kSampleSize : kTopPSampleSize;
@@ -1618,11 +1631,11 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE bool propose(Shared& s, const Row& row, int k, bool top_k_on, float top_p, u32* tau,
                                     u32* window = nullptr) {
     if ((top_k_on ? kSampleSize : kTopPSampleSize) == 0) return false;
-    if (row.len <= kFilterCandidates) {  // every key fits: no sample
+    if (row.len <= kCandidates) {  // every key fits: no sample
       *tau = 0u;
       return true;
     }
-    if (top_k_on && k > kFilterCandidates) return false;
+    if (top_k_on && k > kCandidates) return false;
     const int n = sample_points(row.len, top_k_on).count;
     if (threadIdx.x == 0) s.max_key = 0u;
     __syncthreads();
@@ -1665,7 +1678,7 @@ struct FilterRowAgent {
     const double rank = ceil(expected + kSampleSigmas * sqrt(expected + 1.0)) + 1.0;
     // The row's keys at or above the sample's rank-th: about rank * len / n, the spread sqrt(rank) * len / n.
     const double predicted = (rank + kSampleSigmas * sqrt(rank)) * row.len / n;
-    if (rank > n || predicted > kFilterCandidates) return false;
+    if (rank > n || predicted > kCandidates) return false;
     if constexpr (kRankedSample) {
       if (rank <= static_cast<double>(SampleRank::kMaxRank)) {  // a few pops of warp maxima, no digit round
         *tau = SampleRank::at_rank(s.candidate_key, n, static_cast<int>(rank), s.count, s.count + SampleRank::kListKeys);
@@ -1708,7 +1721,7 @@ struct FilterRowAgent {
 #pragma unroll
     for (int u = 0; u < kPerVector; ++u)
       if ((take >> u) & 1u) {
-        if (slot < static_cast<u32>(kFilterCandidates)) {
+        if (slot < static_cast<u32>(kCandidates)) {
           s.candidate_key[slot] = ordered_key(Logit::widen(element(words, u)));
           s.candidate_index[slot] = first + static_cast<u32>(u);
         }
@@ -1744,7 +1757,7 @@ struct FilterRowAgent {
     __syncthreads();
     const u32 count = s.candidates;
     if (row.scales) {
-      const int stored = static_cast<int>(min_of(count, static_cast<u32>(kFilterCandidates)));
+      const int stored = static_cast<int>(min_of(count, static_cast<u32>(kCandidates)));
       for (int i = threadIdx.x; i < stored; i += kThreads) s.candidate_key[i] = scaled_key(row, s.candidate_key[i]);
       __syncthreads();  // every thread has read the unscaled largest key
       if (threadIdx.x == 0) s.max_key = scaled_key(row, s.max_key);
@@ -1787,7 +1800,7 @@ struct FilterRowAgent {
   // the exact route: every key a decision counts is a candidate.
   static SGTOPK_DEVICE bool decide(Shared& s, const Row& row, int k, bool top_k_on, float top_p, bool top_p_on, u32 count,
                                    u32& b, u32& t) {
-    if (count == 0u || count > static_cast<u32>(kFilterCandidates)) return false;
+    if (count == 0u || count > static_cast<u32>(kCandidates)) return false;
     const u32 max_key = s.max_key;
     const Candidates c{s.candidate_key, static_cast<int>(count)};
     if (top_k_on) {
@@ -1945,7 +1958,7 @@ struct FilterRowAgent {
   }
 
   // One pass: the tokens of (b, t) (key > b, or key == b among the first t
-  // by index, as write_mask keeps them; at most kFilterCandidates) into the
+  // by index, as write_mask keeps them; at most kCandidates) into the
   // candidate buffer as (key, index), in no particular order. Returns their count.
   static SGTOPK_DEVICE u32 gather_kept(Shared& s, const Row& row, u32 b, u32 t) {
     __syncthreads();  // earlier readers of the buffer and s.candidates are done
@@ -2075,7 +2088,7 @@ struct FilterRowAgent {
   static SGTOPK_DEVICE void outputs_from_row(Shared& s, const FilterParams& p, int r, const Row& row, u32 max_key, u32 b,
                                              u32 t) {
     const u32 count = kept_count(s, row, b, t);
-    if (count <= static_cast<u32>(kFilterCandidates)) {
+    if (count <= static_cast<u32>(kCandidates)) {
       const u32 n = gather_kept(s, row, b, t);
       outputs_from_buffer(s, p, r, row, max_key, b, t, n);
       return;
@@ -2208,7 +2221,7 @@ struct FilterRowAgent {
       const u64 candidates = first.above + s.count[first.digit];
       __syncthreads();  // count is cleared by the next round
       u64 above = 0;
-      if (candidates <= static_cast<u64>(kFilterCandidates)) {
+      if (candidates <= static_cast<u64>(kCandidates)) {
         const Candidates c = gather_digits(s, row, first.digit, kDigits - 1u, candidates);
         b = boundary(s, c, static_cast<u64>(k), false, 0.0f, 0u, 0xffffffffu, 1, first.digit << 21, first.above, &above);
         t = static_cast<u32>(static_cast<u64>(k) - above);

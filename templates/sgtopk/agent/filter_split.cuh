@@ -62,6 +62,7 @@ struct FilterSplitAgent {
   static constexpr int kPerVector = RowAgent::kPerVector;
   static constexpr int kDigits = RowAgent::kDigits;
   static constexpr unsigned kSharedBytes = RowAgent::kSharedBytes;
+  static constexpr int kCandidates = RowAgent::kCandidates;  // the finisher's buffer
   static_assert(kSegments >= 1, "a split plan has segments");
   static_assert(kFilterSplitRecordKeys == RowAgent::kWindowKeys, "a record holds a whole top-p window (abi.h)");
 
@@ -221,7 +222,7 @@ struct FilterSplitAgent {
   static SGTOPK_DEVICE bool publish(Shared& s, const Record& rec, u32 count, const WindowSums* sums = nullptr) {
     // A segment past its own buffer adds more than the record holds, so the
     // row's count tells the finisher that keys are missing.
-    const u32 added = count > static_cast<u32>(kFilterCandidates) ? kFilterSplitRecordKeys + 1u : count;
+    const u32 added = count > static_cast<u32>(kCandidates) ? kFilterSplitRecordKeys + 1u : count;
     if (threadIdx.x == 0) {
       s.scratch[0] = added != 0u ? atomicAdd(&rec.header->candidates, added) : 0u;
       if (sums == nullptr) {
@@ -234,7 +235,7 @@ struct FilterSplitAgent {
     }
     __syncthreads();
     const u32 base = static_cast<u32>(s.scratch[0]);
-    const u32 stored = min_of(count, static_cast<u32>(kFilterCandidates));
+    const u32 stored = min_of(count, static_cast<u32>(kCandidates));
     for (u32 i = threadIdx.x; i < stored && base + i < static_cast<u32>(kFilterSplitRecordKeys); i += kThreads) {
       rec.keys[base + i] = s.candidate_key[i];
       rec.indices[base + i] = s.candidate_index[i];
@@ -262,7 +263,7 @@ struct FilterSplitAgent {
   static SGTOPK_DEVICE bool finish(Shared& s, const FilterParams& p, int r, const Record& rec, u32 count, u32 max_key) {
     const RowTask task = RowAgent::row_task(p, r);  // again, here: nothing of it stays live across the segment pass
     const Row& row = task.row;
-    if (count < static_cast<u32>(task.k) || count > static_cast<u32>(kFilterCandidates)) return false;
+    if (count < static_cast<u32>(task.k) || count > static_cast<u32>(kCandidates)) return false;
     const int n = static_cast<int>(count);
     for_each_record_key<true>(rec, count, [&](u32 i, u32 key, u32 index) {
       s.candidate_key[i] = RowAgent::scaled_key(row, key);
@@ -420,7 +421,7 @@ struct FilterSplitAgent {
     Elem* out = RowAgent::output_row(p, r);
     const Elem mask_value = RowAgent::Logit::narrow(p.mask_value);
     const bool every_copy = copies != 0xffffffffu && t >= copies;
-    if (p.out != p.logits && windowed && (every_copy || copies <= static_cast<u32>(kFilterCandidates))) {
+    if (p.out != p.logits && windowed && (every_copy || copies <= static_cast<u32>(kCandidates))) {
       u32 last = 0xffffffffu;  // the last kept copy of b by index
       if (!every_copy) {
         // Some copies of b dropped (16-bit logits tie often): b lies in the
@@ -477,7 +478,7 @@ struct FilterSplitAgent {
       const Record rec = record(p.workspace, r);
       u32 tau = 0u;
       const bool top_p_alone = !RowAgent::kMoreOutputs && !task.top_k_on && task.top_p_on;
-      const bool split = task.top_k_on && task.k <= kFilterCandidates &&
+      const bool split = task.top_k_on && task.k <= kCandidates &&
                          RowAgent::propose(s, task.row, task.k, true, task.top_p, &tau);
       if (top_p_alone) {  // the histogram, then the window; where none fits, this finisher filters the row
         if (!weigh_histogram(s, p.workspace, r, segment, task.row, task.top_p)) return;
