@@ -87,6 +87,9 @@ using namespace sgtopk;
 #ifndef MASK_VALUE
 #define MASK_VALUE (-std::numeric_limits<float>::infinity())
 #endif
+#ifndef CANDIDATE_BUFFER  // filter.candidate_buffer (mask-only plans; the planner keeps 8192 with the outputs)
+#define CANDIDATE_BUFFER 8192
+#endif
 
 struct Config {
   static constexpr int kThreads = THREADS;
@@ -95,6 +98,7 @@ struct Config {
   static constexpr int kTopPSampleSize = TOPP_SAMPLE_SIZE;
   static constexpr int kSampleSigmas = SAMPLE_SIGMAS;
   static constexpr int kLoadsInFlight = LOADS_IN_FLIGHT;
+  static constexpr int kCandidates = CANDIDATE_BUFFER;
 #if defined(CANDIDATES) || defined(SAMPLE)
   static constexpr int kOutputs = kFilterOutMask | kFilterOutCandidates | kFilterOutSample;  // the pointers choose
 #else
@@ -121,6 +125,7 @@ using Agent = FilterRowAgent<Config>;
 // The plan's second kernel (runtime/families/filter_row.cpp): the top-p-alone
 // rows by 16-bit patterns.
 struct SecondConfig : Config {
+  static constexpr int kCandidates = kFilterCandidates;  // as the planner gives the second kernel
   static constexpr int kPatternBins = 1;
   static constexpr int kRows = kFilterRowsTopPAlone;
 };
