@@ -1194,11 +1194,9 @@ namespace {
 // sample without margin, the exact route only (sample_size 0), and blocks
 // of 1024 (the few-rows default) and 512 with 4 loads in flight, and candidate buffers of 4032 keys (CTAs of 256)
 // and of 64 (most rows overflow it); every row exact, and every policy's output the same bits.
-TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
-  SGTOPK_REQUIRE_GPU();
-  test_context();
-  SGTOPK_SEEDED_RNG(rng, "sampled_route");
-  const int64_t rows = 48, vocab = 128256, pitch = vocab + 3;  // odd pitch: every row misaligned differently
+template <typename Rng>
+void expect_sampled_route_rows(int64_t rows, int64_t vocab, const std::vector<const char*>& policies, Rng& rng) {
+  const int64_t pitch = vocab + 3;  // odd pitch: every row misaligned differently
   const int top_k_sample = 2048, top_p_sample = 1024;  // the default policy's
   const sgtopk::FilterSamplePoints top_k_points = sgtopk::filter_sample_points(static_cast<int>(vocab), top_k_sample, 3);
   const sgtopk::FilterSamplePoints top_p_points = sgtopk::filter_sample_points(static_cast<int>(vocab), top_p_sample, 0);
@@ -1227,14 +1225,7 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
   const int ks[] = {1, 7, 50, 1000, 0};
   const float ps[] = {0.9f, 1.0f, 0.5f, 0.99f, 0.9f};
   std::vector<float> first_out;
-  for (const char* policy : {static_cast<const char*>(nullptr), "filter.sample_size = 32\nfilter.top_p_sample_size = 32\nfilter.sample_sigmas = 0\n",
-                             "filter.sample_size = 0\nfilter.top_p_sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
-                             "filter.split.min_segments = 0\n",
-                             "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
-                             "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 3\n",
-                             "filter.split.prefetch_before_sample_kb = 8\nfilter.split.prefetch_ahead_steps = 1\n",
-                             "filter.few_rows_per_sm = 0\nfilter.block_threads = 256\nfilter.candidate_buffer = 4032\n",
-                             "filter.few_rows_per_sm = 0\nfilter.candidate_buffer = 64\n"}) {
+  for (const char* policy : policies) {
     SCOPED_TRACE(policy ? policy : "default policy");
     sgtopk_plan plan = compile_filter(rows, vocab, pitch, SGTOPK_F32, policy);
     ASSERT_NE(plan, nullptr);
@@ -1255,6 +1246,34 @@ TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
     else EXPECT_EQ(std::memcmp(out.data(), first_out.data(), out.size() * 4), 0) << "the route changed the output";
     sgtopk_plan_destroy(plan);
   }
+}
+
+TEST(FilterGpuEdges, SampledRouteAndItsFallbacksOnAdversarialRows) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "sampled_route");
+  expect_sampled_route_rows(48, 128256,
+                            {nullptr, "filter.sample_size = 32\nfilter.top_p_sample_size = 32\nfilter.sample_sigmas = 0\n",
+                             "filter.sample_size = 0\nfilter.top_p_sample_size = 0\n", "filter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
+                             "filter.split.min_segments = 0\n",
+                             "filter.split.min_segments = 0\nfilter.few_rows_per_sm = 0\nfilter.loads_in_flight = 4\n",
+                             "filter.split.min_segments = 0\nfilter.prefetch_ahead_steps = 3\n",
+                             "filter.split.prefetch_before_sample_kb = 8\nfilter.split.prefetch_ahead_steps = 1\n",
+                             "filter.few_rows_per_sm = 0\nfilter.block_threads = 256\nfilter.candidate_buffer = 4032\n",
+                             "filter.few_rows_per_sm = 0\nfilter.candidate_buffer = 64\n"},
+                            rng);
+}
+
+// The same row kinds, short, under candidate buffers of 4032 keys (CTAs of
+// 256, four an SM), 64 keys and the default: for compute-sanitizer.
+TEST(FilterGpuEdges, CandidateBuffersShort) {
+  SGTOPK_REQUIRE_GPU();
+  test_context();
+  SGTOPK_SEEDED_RNG(rng, "candidate_buffers_short");
+  expect_sampled_route_rows(24, 9001,
+                            {nullptr, "filter.few_rows_per_sm = 0\nfilter.block_threads = 256\nfilter.candidate_buffer = 4032\n",
+                             "filter.few_rows_per_sm = 0\nfilter.candidate_buffer = 64\n"},
+                            rng);
 }
 
 // ------------------------------------------------ the filter_split family ----
