@@ -287,9 +287,9 @@
     "values of a row, one at a time at a fixed stride, the sampled route samples for top-p alone (its window);\n" \
     "0: the exact route only") \
   X(INT, candidate_buffer, 8192, (64, 8192), \
-    "keys (with their row indices) the shared candidate buffer of filter_row holds in plans that write\n" \
-    "only the mask (the others hold 8192): 8 bytes a key, so fewer let more CTAs share an SM (4032 with\n" \
-    "block_threads 256: four); rows whose candidates do not fit take the exact route") \
+    "keys (with their row indices) the shared candidate buffer of filter_row holds in the many-rows CTA of\n" \
+    "plans that write only the mask (elsewhere 8192): 8 bytes a key, so fewer let more CTAs share an SM\n" \
+    "(4032 with block_threads 256: four); rows whose candidates do not fit take the exact route") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(INT, loads_in_flight, 2, (1, 8), \

@@ -59,19 +59,23 @@ FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm
              : FilterRowCta{policy.block_threads, policy.loads_in_flight, false};
 }
 
-// The candidate buffer's keys (abi.h's FilterRowShared): the policy's
-// where only the mask is written; the largest, a power of two, where the
-// candidate or sample output sorts the buffer.
-static int filter_row_candidates(const Problem& p, const FilterPolicy& policy) {
-  return p.filter_candidates || p.filter_sample ? sgtopk::kFilterCandidates : policy.candidate_buffer;
+// The candidate buffer's keys (abi.h's FilterRowShared): the policy's in
+// the many-rows CTA of plans that write only the mask; elsewhere the
+// largest, a power of two (the candidate and sample outputs sort the
+// buffer; a few-rows CTA is alone on its SM, so a smaller one gains nothing).
+static int filter_row_candidates(Plan& plan, const Problem& p, const FilterPolicy& policy, const FilterRowCta& cta) {
+  const bool outputs = p.filter_candidates || p.filter_sample;
+  const int candidates = outputs || cta.few_rows ? sgtopk::kFilterCandidates : policy.candidate_buffer;
+  if (candidates != policy.candidate_buffer)
+    plan.derived.push_back("a candidate buffer of " + std::to_string(candidates) + " keys: " +
+                           (outputs ? "the candidate and sample outputs sort it" : "the few-rows CTA is alone on its SM") +
+                           " [filter.candidate_buffer]");
+  return candidates;
 }
 
 void plan_filter_row(Plan& plan, const Problem& p, const Policy& policy, const Target& target) {
   const FilterRowCta cta = filter_row_cta(p, policy.filter, target.sm_count);
-  const int candidates = filter_row_candidates(p, policy.filter);
-  if (candidates != policy.filter.candidate_buffer)
-    plan.derived.push_back("a candidate buffer of " + std::to_string(candidates) +
-                           " keys: the candidate and sample outputs sort it [filter.candidate_buffer]");
+  const int candidates = filter_row_candidates(plan, p, policy.filter, cta);
   if (policy.filter.sample_size > candidates)
     plan.derived.push_back("top-k's sample " + std::to_string(candidates) + ", the candidate buffer's size [filter.sample_size]");
   // At 8192 candidates about 88 KB (their keys and indices are 64 KB): past
