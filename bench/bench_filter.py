@@ -25,8 +25,10 @@ the kept set for `sample`.
 are launch arguments, not compiled in): `kK:pP` each (k 0 is top-p alone, p 1
 top-k alone), e.g. BENCH.md's grid `k50:p1,k1000:p1,k0:p0.9,k0:p0.99,k50:p0.9,
 k50:p0.99,k1000:p0.9,k1000:p0.99`; without it the one pair --k / --p.
---against B1,B2 times other builds of the library on the same tensors: each
-configuration is compiled and checked exact by every build (the outputs
+--against B1,B2 times other builds of the library on the same tensors, each
+a build folder or `FOLDER@POLICY.toml` (that build compiled with the policy
+file's text instead of --policy-toml, so that two policies of one build can
+be timed against each other): each configuration is compiled and checked exact by every build (the outputs
 poisoned before each), then timed round by round in turn (A, B1, B2, A, ...),
 so that the builds share the inputs, the clocks and the L2 state; the runs
 carry their build's name, and a table of every build's time and its ratio
@@ -90,11 +92,21 @@ def torch_chain(x, out, k, p):
     out.scatter_(1, idx, s)
 
 
+def split_build(entry):
+    """(build folder, policy file or None) of an --against entry `DIR` or `DIR@POLICY.toml`."""
+    folder, _, policy = entry.partition("@")
+    return folder, (policy or None)
+
+
 def build_names(builds):
-    """A short name per build folder: its last path part, with a number where two are the same."""
+    """A short name per build entry: its folder's last path part, `@` and the policy file's stem where it names
+    one, with a number where two are the same."""
     names = []
     for b in builds:
-        name = os.path.basename(os.path.normpath(b)) or b
+        folder, policy = split_build(b)
+        name = os.path.basename(os.path.normpath(folder)) or folder
+        if policy:
+            name += "@" + os.path.splitext(os.path.basename(policy))[0]
         names.append(name if name not in names else f"{name}#{len(names)}")
     return names
 
@@ -136,7 +148,8 @@ def main():
     ap.add_argument("--outputs", default="mask", help="mask, sample, mask+sample or candidates:C")
     ap.add_argument("--tag", default=None, help="the record's tag (file-name suffix and the JSON's tag), e.g. 16-bit")
     ap.add_argument("--against", default=None,
-                    help="other build folders (comma list) timed against --build on the same tensors, round by round")
+                    help="other build folders (comma list), each FOLDER or FOLDER@POLICY.toml, timed against --build on "
+                         "the same tensors, round by round")
     args = ap.parse_args()
     modes = [(args.k, args.p)]
     if args.modes:
@@ -152,7 +165,19 @@ def main():
         return 2
     builds = [args.build] + (args.against.split(",") if args.against else [])
     names = build_names(builds)
-    libs = [sg.Library(b) for b in builds]
+    libs, policies = [], []
+    for b in builds:
+        folder, policy = split_build(b)
+        if policy:
+            try:
+                with open(policy) as f:
+                    policies.append(f.read())
+            except OSError as e:
+                print(f"bench_filter: --against {b!r}: {e}", file=sys.stderr)
+                return 2
+        else:
+            policies.append(args.policy_toml)
+        libs.append(sg.Library(folder))
     stream = torch.cuda.Stream()
     bw, _ = bs.measure_read_bandwidth(stream, args.rounds)
     commit, _ = bs.git_commit()
@@ -179,7 +204,8 @@ def main():
         esize = torch.tensor([], dtype=tdtype).element_size()
         rows, vocab = (int(v) for v in spec.split("x"))
         plans = [lib.compile(k=capacity, rows=rows, width=vocab, op=sg.OP_FILTER, flags=flags, device=0,
-                             dtype=sgdtype, policy_toml=args.policy_toml, own_workspace=True) for lib in libs]
+                             dtype=sgdtype, policy_toml=policy, own_workspace=True)
+                 for lib, policy in zip(libs, policies)]
         nbuf = max(2, min(8, (400 << 20) // (rows * vocab * 2 * esize) + 1))
         gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + vocab)
         xs = [torch.randn(rows, vocab, device="cuda", generator=gen).mul_(3.0).to(tdtype) for _ in range(nbuf)]

@@ -21,6 +21,13 @@ class BenchFilterComparison(unittest.TestCase):
         self.assertEqual(bench_filter.build_names(["out/libs/main", "out/libs/new/", "/x/main"]),
                          ["main", "new", "main#2"])
 
+    def test_a_policy_file_names_the_build_with_its_stem(self):
+        self.assertEqual(bench_filter.split_build("out/libs/main@configs/x/cta-256.toml"),
+                         ("out/libs/main", "configs/x/cta-256.toml"))
+        self.assertEqual(bench_filter.split_build("out/libs/main"), ("out/libs/main", None))
+        self.assertEqual(bench_filter.build_names(["build/release", "build/release@configs/x/cta-256.toml"]),
+                         ["release", "release@cta-256"])
+
     def test_one_row_a_configuration_each_build_against_the_first(self):
         lines = bench_filter.comparison_table(
             [run("a", 0.0200), run("b", 0.0150), run("a", 0.0400, k=0, batch=64), run("b", 0.0500, False, k=0, batch=64)],
