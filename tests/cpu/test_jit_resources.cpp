@@ -164,7 +164,7 @@ std::vector<SpillCase> spill_cases() {
       // A row or so an SM: CTAs of 1024, with the top-p-alone rows' second
       // kernel (its spills as below, at 4096 rows).
       {"filter_row_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F32, 0, 28},
-      {"filter_row_bf16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
+      {"filter_row_bf16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_BF16, 0, 8},
       {"filter_row_f16_rows130_w128256", 0, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F16, 0, 8},
       // Every output compiled in: the candidates' sort and the sampled token's search.
       {"filter_row_outputs_rows130_w128256", 64, 130, 128256, "filter_row", false, false, true, "", SGTOPK_F32,
@@ -179,10 +179,11 @@ std::vector<SpillCase> spill_cases() {
       // Past one row an SM: two CTAs of 512 an SM with 4 loads in flight (64
       // registers); the top-p-alone rows in the plan's second kernel, CTAs of
       // 1024 with the pattern counts, whose fp32 form spills 28 bytes and
-      // fp16's 4 (an 8-byte frame); the first kernel none. More fails.
+      // the 16-bit forms 4 (an 8-byte frame; bf16's since the mask pass
+      // gathers the boundary's copies); the first kernel none. More fails.
       {"filter_row_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F32, 0, 28},
       {"filter_row_f16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_F16, 0, 8},
-      {"filter_row_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_BF16},
+      {"filter_row_bf16_rows4096_w128256", 0, 4096, 128256, "filter_row", false, false, true, "", SGTOPK_BF16, 0, 8},
       // Below filter.top_p_by_patterns_min_width: one kernel.
       {"filter_row_rows4096_w16384", 0, 4096, 16384, "filter_row", false, false, true},
       // With its L2 look-ahead on (off by default: measured slower), 32 bytes

@@ -861,6 +861,19 @@ void expect_top_p_alone(sgtopk_plan plan, sgtopk_dtype dtype, int64_t rows, int6
     ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
     synchronize();
     EXPECT_EQ(s.check(s.out(), -kInf), "");
+    // In place: the mask pass reads what it overwrites, and the boundary's
+    // copies it gathers are masked after it; kept tokens keep their bits.
+    s.args.out = s.args.logits;
+    ASSERT_EQ(sgtopk_filter(plan, &s.args, nullptr), SGTOPK_OK) << sgtopk_last_error();
+    synchronize();
+    std::vector<uint16_t> in_place = s.d_logits.download_as<uint16_t>(s.logits.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = vocab; i < stride; ++i) {  // the padding: the logits' own, unchanged
+        const size_t at = static_cast<size_t>(r * stride + i);
+        ASSERT_EQ(in_place[at], s.logits[at]) << "in place: padding written, row " << r << " at " << i;
+        in_place[at] = kPoison16;
+      }
+    EXPECT_EQ(s.check(in_place, -kInf), "") << "in place";
     return;
   }
   FilterSet s(rows, vocab, pitch, Mode::kNeither, rng);

@@ -546,30 +546,36 @@ struct FilterRowAgent {
   // barrier, 16-byte stores where the output row lines up with the logits
   // (scalar stores made the pass twice its read). Each element is read and
   // then written by one thread, so `out` may be the logits.
+  // With kGatherCopies (end kEveryCopy) the pass also appends b's copies'
+  // row indices to the candidate buffer (for write_copies_prefix).
   static constexpr u32 kEveryCopy = 0xffffffffu;
-  static SGTOPK_DEVICE void write_order_prefix(const Row& row, Elem* out, u32 b, u32 end, Elem mask_value) {
+  template <bool kGatherCopies = false>
+  static SGTOPK_DEVICE void write_order_prefix(Shared& s, const Row& row, Elem* out, u32 b, u32 end, Elem mask_value) {
     const bool vectors = ((reinterpret_cast<u64>(out) - reinterpret_cast<u64>(row.logits)) & 15u) == 0u;
     const u32 mask_bits = bits_of(mask_value);
     by_scaling(row, [&](auto scaling) {
-      auto kept = [&](Elem x, u32 index) {
-        const u32 key = pass_key(row.scale(x, scaling));
-        return key > b || (key == b && index < end);
-      };
       auto each = [&](const u32(&words)[4], int first, u32 valid) {
+        u32 take = 0u;  // b's copies, where gathered
+        auto kept = [&](Elem x, int u) {
+          const u32 key = pass_key(row.scale(x, scaling));
+          if constexpr (kGatherCopies) take |= static_cast<u32>(key == b) << u;
+          return key > b || (key == b && static_cast<u32>(first + u) < end);
+        };
         if (vectors && valid == (1u << kPerVector) - 1u) {  // a whole vector of the body
           u32 o[4] = {words[0], words[1], words[2], words[3]};
 #pragma unroll
           for (int u = 0; u < kPerVector; ++u)
-            if (!kept(element(words, u), static_cast<u32>(first + u))) set_element(o, u, mask_bits);
+            if (!kept(element(words, u), u)) set_element(o, u, mask_bits);
           store_vector(out + first, o);
-          return;
-        }
+        } else {
 #pragma unroll
-        for (int u = 0; u < kPerVector; ++u)
-          if ((valid >> u) & 1u) {
-            const Elem x = element(words, u);  // kept: its bits untouched
-            out[first + u] = kept(x, static_cast<u32>(first + u)) ? x : mask_value;
-          }
+          for (int u = 0; u < kPerVector; ++u)
+            if ((valid >> u) & 1u) {
+              const Elem x = element(words, u);  // kept: its bits untouched
+              out[first + u] = kept(x, u) ? x : mask_value;
+            }
+        }
+        if constexpr (kGatherCopies) append_taken(s, words, take, static_cast<u32>(first));
       };
       stream_row<kExactLoads>(row.logits, row.len, each);
     });
@@ -615,6 +621,30 @@ struct FilterRowAgent {
     u64 above = 0;
     return ~boundary(s, IndexOrder{s.candidate_index, static_cast<int>(n)}, t, false, 0.0f, 0u, 0xffffffffu, 0, 0u,
                      0u, &above) + 1u;
+  }
+
+  // write_order_prefix for (b, t) where the row holds `copies` copies of b
+  // and 0 < t < copies <= kCandidates: one pass keeps every copy and
+  // gathers their indices, then the copies past the t-th by index are
+  // masked, a store each. copies_end's pass saved: 16-bit logits tie often.
+  // Compiled into the top-p-alone kernel over 16-bit logits only: there
+  // the copies pass was a fifth of the time, and the 64-register kernels
+  // with top-k (where a tie at the boundary is rare) spilled with it.
+  static constexpr bool kCopiesInWrite = kRows == kFilterRowsTopPAlone && Config::kDtype != kFilterF32 && !kMoreOutputs;
+  static SGTOPK_DEVICE void write_copies_prefix(Shared& s, const Row& row, Elem* out, u32 b, u32 t, Elem mask_value) {
+    __syncthreads();  // earlier readers of the candidate buffer are done
+    if (threadIdx.x == 0) s.candidates = 0u;
+    __syncthreads();
+    write_order_prefix<true>(s, row, out, b, kEveryCopy, mask_value);
+    __syncthreads();  // every copy is appended, and every store of the pass is seen by the block
+    const u32 n = min_of(s.candidates, static_cast<u32>(kCandidates));  // == copies
+    u64 above = 0;
+    const u32 end = ~boundary(s, IndexOrder{s.candidate_index, static_cast<int>(n)}, t, false, 0.0f, 0u, 0xffffffffu, 0,
+                              0u, 0u, &above) + 1u;
+    for (u32 i = threadIdx.x; i < n; i += kThreads) {
+      const u32 at = s.candidate_index[i];
+      if (at >= end) out[at] = mask_value;
+    }
   }
 
   // Writes the row: kept where key > b, or key == b among the first t by
@@ -2244,10 +2274,21 @@ struct FilterRowAgent {
     if (mask) {
       // The kept set as a prefix of the order: no ranks, no barrier (not
       // compiled in with the other outputs, whose registers leave none).
-      u32 end = kTooManyCopies;
-      if constexpr (!kMoreOutputs) end = copies != 0xffffffffu && t >= copies ? kEveryCopy : copies_end(s, row, b, t);
-      if (end != kTooManyCopies) write_order_prefix(row, output_row(p, r), b, end, Logit::narrow(p.mask_value));
-      else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+      // Where a buffer counted b's copies and they fit it, the write pass can gather them.
+      const bool counted = copies != 0xffffffffu;
+      bool written = false;
+      if constexpr (kCopiesInWrite) {
+        if (counted && t > 0u && t < copies && copies <= static_cast<u32>(kCandidates)) {
+          write_copies_prefix(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+          written = true;
+        }
+      }
+      if (!written) {
+        u32 end = kTooManyCopies;
+        if constexpr (!kMoreOutputs) end = counted && t >= copies ? kEveryCopy : copies_end(s, row, b, t);
+        if (end != kTooManyCopies) write_order_prefix(s, row, output_row(p, r), b, end, Logit::narrow(p.mask_value));
+        else write_mask(s, row, output_row(p, r), b, t, Logit::narrow(p.mask_value));
+      }
     }
     __syncthreads();
   }

@@ -448,7 +448,7 @@ struct FilterSplitAgent {
       });
     } else {
       const u32 end = every_copy ? RowAgent::kEveryCopy : RowAgent::copies_end(s, row, b, t);
-      if (end != RowAgent::kTooManyCopies) RowAgent::write_order_prefix(row, out, b, end, mask_value);
+      if (end != RowAgent::kTooManyCopies) RowAgent::write_order_prefix(s, row, out, b, end, mask_value);
       else RowAgent::write_mask(s, row, out, b, t, mask_value);
     }
     __syncthreads();
