@@ -102,12 +102,19 @@ std::string choose_filter_family(const Problem& problem, const Policy& policy, c
     return "filter_split";
   }
   const FilterRowCta cta = filter_row_cta(problem, policy.filter, target.sm_count);
+  const std::string few_per_sm = " x filter.few_rows_per_sm " + std::to_string(policy.filter.few_rows_per_sm),
+                    many_per_sm = " x filter.many_rows_per_sm " + std::to_string(policy.filter.many_rows_per_sm);
+  const std::string threads = std::to_string(cta.threads) + " threads (" + rows;
   *reason = "one CTA a row of " +
-            (cta.few_rows ? "filter.few_rows_block_threads " + std::to_string(cta.threads) + " threads (" + rows +
-                                " within " + sms + " x filter.few_rows_per_sm " +
-                                std::to_string(policy.filter.few_rows_per_sm) + ")"
-                          : "filter.block_threads " + std::to_string(cta.threads) + " threads (" + rows + " past " +
-                                sms + " x filter.few_rows_per_sm " + std::to_string(policy.filter.few_rows_per_sm) + ")") +
+            (cta.rows == FilterRowCta::kFewRows
+                 ? "filter.few_rows_block_threads " + threads + " within " + sms + few_per_sm + ")"
+             : cta.rows == FilterRowCta::kManyRows
+                 ? "filter.many_rows_block_threads " + threads + " from " + sms + many_per_sm + ", the mask only)"
+                 : "filter.block_threads " + threads + " past " + sms + few_per_sm +
+                       (policy.filter.many_rows_per_sm > 0 && !problem.filter_candidates && !problem.filter_sample
+                            ? ", below " + sms + many_per_sm
+                            : std::string()) +
+                       ")") +
             ", " + std::to_string(cta.loads_in_flight) + " loads in flight (fewer than filter.split.min_segments " +
             std::to_string(fs.min_segments) + " segments a row fit); " + route;
   return "filter_row";

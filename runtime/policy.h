@@ -279,7 +279,8 @@
 // Qrita's keys reserved.
 #define SGTOPK_POLICY_FILTER(X) \
   X(INT, block_threads, 512, (128, 1024, kPow2), \
-    "threads per CTA of the filter_row family past few_rows_per_sm rows an SM (one CTA a row, two an SM)") \
+    "threads per CTA of the filter_row family past few_rows_per_sm rows an SM and below many_rows_per_sm\n" \
+    "(one CTA a row, two an SM)") \
   X(INT, sample_size, 2048, (0, 8192), \
     "values of a row the sampled route samples for top-k, in runs of one 32-byte sector (held in the candidate\n" \
     "buffer, so at most its size); 0: the exact route only") \
@@ -287,9 +288,9 @@
     "values of a row, one at a time at a fixed stride, the sampled route samples for top-p alone (its window);\n" \
     "0: the exact route only") \
   X(INT, candidate_buffer, 8192, (64, 8192), \
-    "keys (with their row indices) the shared candidate buffer of filter_row holds in the many-rows CTA of\n" \
-    "plans that write only the mask (elsewhere 8192): 8 bytes a key, so fewer let more CTAs share an SM\n" \
-    "(4032 with block_threads 256: four); rows whose candidates do not fit take the exact route") \
+    "keys (with their row indices) the shared candidate buffer of filter_row holds in the CTA of block_threads\n" \
+    "in plans that write only the mask (elsewhere 8192, or many_rows_candidate_buffer): 8 bytes a key, so\n" \
+    "fewer let more CTAs share an SM; rows whose candidates do not fit take the exact route") \
   X(INT, sample_sigmas, 4, (0, 32), \
     "the sampled route's margin: standard deviations added to the sample rank the threshold is taken at") \
   X(INT, loads_in_flight, 2, (1, 8), \
@@ -301,6 +302,15 @@
     "threads per CTA with few rows (one CTA an SM at 64 registers a thread: more threads a row)") \
   X(INT, few_rows_loads_in_flight, 2, (1, 8), \
     "16-byte loads a thread keeps in flight with few rows (more would spill at 1024 threads)") \
+  X(INT, many_rows_per_sm, 0, (0, 64), \
+    "at least this many rows an SM take the many-rows CTA below in plans that write only the mask (0: never):\n" \
+    "smaller CTAs, more of them an SM, so that their rows' serial steps overlap (fewer rows leave CTAs idle;\n" \
+    "1024 rows 3% to 16% faster, 256 rows 18% to 31% slower on the H100: off until the rows between are measured)") \
+  X(INT, many_rows_block_threads, 256, (128, 1024, kPow2), \
+    "threads per CTA with many rows (with many_rows_candidate_buffer 4032, four CTAs an SM)") \
+  X(INT, many_rows_candidate_buffer, 4032, (64, 8192), \
+    "keys the candidate buffer holds with many rows (4032: 57,136 bytes of shared memory, four CTAs an SM;\n" \
+    "4096 misses the fourth by 304 bytes)") \
   X(INT, prefetch_ahead_steps, 0, (0, 16), \
     "0: off; else each pass over a row asks L2 for the step (threads x loads in flight x 16 bytes)\n" \
     "this many ahead of the one it reads (one bulk prefetch, sm_90 and newer): two CTAs of 512\n" \

@@ -46,11 +46,15 @@ KernelConfig filter_config(Plan& plan, const Problem& problem, const FilterPolic
 // CTAs per row of a filter_split plan (1: too few fit filter.split.min_segments).
 int filter_split_segments(const Problem& problem, const FilterSplitPolicy& policy, const Target& target);
 // A filter_row plan's CTA: filter.few_rows_block_threads and
-// few_rows_loads_in_flight for at most filter.few_rows_per_sm rows an SM,
-// else filter.block_threads and loads_in_flight.
+// few_rows_loads_in_flight for at most filter.few_rows_per_sm rows an SM;
+// filter.many_rows_block_threads (and many_rows_candidate_buffer) from
+// filter.many_rows_per_sm rows an SM in mask-only plans; else
+// filter.block_threads; loads_in_flight past the few rows.
 struct FilterRowCta {
+  enum Rows { kFewRows, kRows, kManyRows };
   int threads, loads_in_flight;
-  bool few_rows;
+  Rows rows;
+  bool few_rows() const { return rows == kFewRows; }
 };
 FilterRowCta filter_row_cta(const Problem& problem, const FilterPolicy& policy, int sm_count);
 // Whether a cluster plan's clusters all fit the GPU at once on an arch that

@@ -54,18 +54,22 @@ KernelConfig filter_config(Plan& plan, const Problem& p, const FilterPolicy& pol
 
 
 FilterRowCta filter_row_cta(const Problem& p, const FilterPolicy& policy, int sm_count) {
-  const bool few = p.rows <= int64_t{policy.few_rows_per_sm} * sm_count;
-  return few ? FilterRowCta{policy.few_rows_block_threads, policy.few_rows_loads_in_flight, true}
-             : FilterRowCta{policy.block_threads, policy.loads_in_flight, false};
+  if (p.rows <= int64_t{policy.few_rows_per_sm} * sm_count)
+    return FilterRowCta{policy.few_rows_block_threads, policy.few_rows_loads_in_flight, FilterRowCta::kFewRows};
+  const bool outputs = p.filter_candidates || p.filter_sample;
+  if (policy.many_rows_per_sm > 0 && !outputs && p.rows >= int64_t{policy.many_rows_per_sm} * sm_count)
+    return FilterRowCta{policy.many_rows_block_threads, policy.loads_in_flight, FilterRowCta::kManyRows};
+  return FilterRowCta{policy.block_threads, policy.loads_in_flight, FilterRowCta::kRows};
 }
 
 // The candidate buffer's keys (abi.h's FilterRowShared): the policy's in
-// the many-rows CTA of plans that write only the mask; elsewhere the
-// largest, a power of two (the candidate and sample outputs sort the
-// buffer; a few-rows CTA is alone on its SM, so a smaller one gains nothing).
+// the CTAs of mask-only plans past the few rows; elsewhere the largest, a
+// power of two (the candidate and sample outputs sort the buffer; a
+// few-rows CTA is alone on its SM, so a smaller one gains nothing).
 static int filter_row_candidates(Plan& plan, const Problem& p, const FilterPolicy& policy, const FilterRowCta& cta) {
+  if (cta.rows == FilterRowCta::kManyRows) return policy.many_rows_candidate_buffer;
   const bool outputs = p.filter_candidates || p.filter_sample;
-  const int candidates = outputs || cta.few_rows ? sgtopk::kFilterCandidates : policy.candidate_buffer;
+  const int candidates = outputs || cta.few_rows() ? sgtopk::kFilterCandidates : policy.candidate_buffer;
   if (candidates != policy.candidate_buffer)
     plan.derived.push_back("a candidate buffer of " + std::to_string(candidates) + " keys: " +
                            (outputs ? "the candidate and sample outputs sort it" : "the few-rows CTA is alone on its SM") +

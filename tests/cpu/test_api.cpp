@@ -971,17 +971,52 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   // One CTA of 1024 an SM (64 registers a thread fill the register file).
   EXPECT_EQ(plan.min_blocks_per_sm, 1u);
   // Many rows: filter.block_threads (512) with 2 loads in flight, two CTAs an
-  // SM, which take every grid-th row.
-  const detail::Plan many = filter_plan(100000, 128256);
+  // SM, which take every grid-th row (filter.many_rows_per_sm 0: no
+  // many-rows CTA by default).
   const detail::Target sm90 = detail::resolve_target(-1, "sm_90", "sm_90");
-  EXPECT_EQ(many.block, 512u);
+  const detail::Plan by_default = filter_plan(100000, 128256);
+  EXPECT_EQ(by_default.block, 512u);
+  EXPECT_EQ(by_default.constant("kLoadsInFlight"), "2");
+  EXPECT_EQ(by_default.constant("kCandidates"), "8192");
+  EXPECT_EQ(by_default.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  EXPECT_EQ(by_default.min_blocks_per_sm, 2u);
+  EXPECT_TRUE(contains(by_default.reason, "filter.block_threads 512 threads (100000 rows past")) << by_default.reason;
+  EXPECT_FALSE(contains(by_default.reason, "many_rows")) << by_default.reason;
+  // From filter.many_rows_per_sm (here 4) rows an SM, the mask only:
+  // filter.many_rows_block_threads (256) with 2 loads in flight and a
+  // candidate buffer of filter.many_rows_candidate_buffer (4032) keys, four
+  // CTAs an SM.
+  const detail::Policy many_policy =
+      detail::parse_policy_string("filter.split.min_segments = 0\nfilter.many_rows_per_sm = 4\n");
+  const detail::Plan many = filter_plan(100000, 128256, 0, SGTOPK_F32, many_policy);
+  EXPECT_EQ(many.block, 256u);
   EXPECT_EQ(many.constant("kLoadsInFlight"), "2");
-  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count * 2));
-  EXPECT_EQ(many.min_blocks_per_sm, 2u);
-  EXPECT_TRUE(contains(many.reason, "filter.block_threads 512 threads (100000 rows past")) << many.reason;
-  // The boundary: rows up to filter.few_rows_per_sm x the SMs take the few-rows CTA.
-  EXPECT_EQ(filter_plan(sm90.sm_count, 128256).block, 1024u);
-  EXPECT_EQ(filter_plan(sm90.sm_count + 1, 128256).block, 512u);
+  EXPECT_EQ(many.constant("kCandidates"), "4032");
+  EXPECT_EQ(many.grid, static_cast<unsigned>(sm90.sm_count * 4));
+  EXPECT_EQ(many.min_blocks_per_sm, 4u);
+  EXPECT_TRUE(contains(many.reason, "filter.many_rows_block_threads 256 threads (100000 rows from")) << many.reason;
+  // Between: filter.block_threads (512) and filter.candidate_buffer (8192), two CTAs an SM.
+  const detail::Plan rows = filter_plan(4 * sm90.sm_count - 1, 128256, 0, SGTOPK_F32, many_policy);
+  EXPECT_EQ(rows.block, 512u);
+  EXPECT_EQ(rows.constant("kCandidates"), "8192");
+  EXPECT_EQ(rows.grid, static_cast<unsigned>(sm90.sm_count * 2));
+  EXPECT_EQ(rows.min_blocks_per_sm, 2u);
+  const std::string sms = std::to_string(sm90.sm_count) + " SMs";
+  EXPECT_TRUE(contains(rows.reason, "filter.block_threads 512 threads (" + std::to_string(4 * sm90.sm_count - 1) +
+                                        " rows past " + sms + " x filter.few_rows_per_sm 1, below " + sms +
+                                        " x filter.many_rows_per_sm 4)"))
+      << rows.reason;
+  // The boundaries: rows up to filter.few_rows_per_sm x the SMs take the
+  // few-rows CTA, from filter.many_rows_per_sm x the SMs the many-rows one.
+  EXPECT_EQ(filter_plan(sm90.sm_count, 128256, 0, SGTOPK_F32, many_policy).block, 1024u);
+  EXPECT_EQ(filter_plan(sm90.sm_count + 1, 128256, 0, SGTOPK_F32, many_policy).block, 512u);
+  EXPECT_EQ(filter_plan(4 * sm90.sm_count, 128256, 0, SGTOPK_F32, many_policy).block, 256u);
+  // The candidate and sample outputs keep the CTA of block_threads (they sort an 8192-key buffer).
+  sgtopk_problem with_outputs = filter_problem();
+  with_outputs.rows = 100000;
+  with_outputs.width = 128256;
+  with_outputs.flags = SGTOPK_FILTER_MASK | SGTOPK_FILTER_SAMPLE;
+  EXPECT_EQ(detail::make_plan(detail::validate_problem(&with_outputs), many_policy, sm90).block, 512u);
   sgtopk_problem p = filter_problem();
   const detail::Plan small = detail::make_plan(
       detail::validate_problem(&p),
@@ -991,8 +1026,8 @@ TEST(ApiFilterPlan, FollowsThePolicyAndTheTemplate) {
   // Blocks of 256 with many rows: sm_90's 228 KB of shared memory holds 2
   // CTAs with their candidates (keys and indices), not the 8 its threads would.
   p.rows = 100000;
-  const detail::Plan small_many = detail::make_plan(detail::validate_problem(&p),
-                                                    detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
+  const detail::Plan small_many = detail::make_plan(
+      detail::validate_problem(&p), detail::parse_policy_string("filter.block_threads = 256\n"), sm90);
   EXPECT_EQ(small_many.grid, static_cast<unsigned>(sm90.sm_count * 2));
   EXPECT_EQ(small_many.min_blocks_per_sm, 2u);  // the launch bounds hold it to 128 registers a thread
   // The sample output at 1024 threads: top-k's sample is one key a thread

@@ -1311,7 +1311,8 @@ TEST(JitPlanner, TopPByPatternsOnlyWhereItFits) {
     EXPECT_EQ(plan.constant("kPatternBins"), "0");
     EXPECT_EQ(plan.block, off.block);
     EXPECT_EQ(plan.grid, off.grid);
-    EXPECT_EQ(plan.dynamic_smem_bytes, sgtopk::filter_row_shared_bytes(sgtopk::kFilterCandidates));
+    EXPECT_EQ(plan.dynamic_smem_bytes, off.dynamic_smem_bytes);
+    EXPECT_EQ(plan.constant("kCandidates"), off.constant("kCandidates"));
     EXPECT_EQ(plan.min_blocks_per_sm, off.min_blocks_per_sm);
     EXPECT_EQ(plan.launches, c.patterns ? 2u : 1u);
     if (c.patterns) {
@@ -1365,13 +1366,26 @@ TEST(JitPlanner, TheCandidateBufferSizesFilterRowsSharedMemory) {
     int held;
     unsigned ctas;
   };
+  // The buffer of filter.candidate_buffer (filter.many_rows_per_sm off, CTAs
+  // of filter.block_threads), and of filter.many_rows_candidate_buffer (1024
+  // rows: the many-rows CTA, of filter.many_rows_block_threads, where the
+  // plan writes only the mask; else the CTA of block_threads with 8192).
+  for (const bool many : {false, true})
   for (const Case c : {Case{4032, SGTOPK_FILTER_MASK, 4032, 4u}, Case{4096, SGTOPK_FILTER_MASK, 4096, 3u},
                        Case{64, SGTOPK_FILTER_MASK, 64, 4u}, Case{4032, SGTOPK_FILTER_SAMPLE, sgtopk::kFilterCandidates, 2u},
                        Case{4032, SGTOPK_FILTER_MASK | SGTOPK_FILTER_CANDIDATES, sgtopk::kFilterCandidates, 2u}}) {
-    SCOPED_TRACE("buffer " + std::to_string(c.buffer) + " flags " + std::to_string(c.flags));
+    SCOPED_TRACE(std::string(many ? "many_rows_" : "") + "buffer " + std::to_string(c.buffer) + " flags " +
+                 std::to_string(c.flags));
     const Policy policy = edited_policy([&](Policy& p) {
-      p.filter.candidate_buffer = c.buffer;
       p.filter.block_threads = 256;
+      p.filter.many_rows_block_threads = 256;
+      if (many) {
+        p.filter.many_rows_per_sm = 4;
+        p.filter.many_rows_candidate_buffer = c.buffer;
+      } else {
+        p.filter.candidate_buffer = c.buffer;
+        p.filter.many_rows_per_sm = 0;
+      }
     });
     sgtopk_problem p = SGTOPK_PROBLEM_INIT;
     p.op = SGTOPK_OP_FILTER;
@@ -1390,7 +1404,7 @@ TEST(JitPlanner, TheCandidateBufferSizesFilterRowsSharedMemory) {
     EXPECT_EQ(plan.grid, static_cast<unsigned>(std::min<int64_t>(1024, int64_t{target.sm_count} * c.ctas)));
     bool said = false;
     for (const std::string& d : plan.derived) said = said || contains(d, "the candidate and sample outputs sort it");
-    EXPECT_EQ(said, c.held != c.buffer);
+    EXPECT_EQ(said, !many && c.held != c.buffer);  // the many-rows variant keeps filter.candidate_buffer 8192
     if (plan.launches == 2u) {
       EXPECT_EQ(plan.second.config.text("kCandidates"), std::to_string(sgtopk::kFilterCandidates));
       EXPECT_EQ(plan.second.dynamic_smem_bytes,
@@ -1398,7 +1412,8 @@ TEST(JitPlanner, TheCandidateBufferSizesFilterRowsSharedMemory) {
     }
   }
   // Under 64 keys or past 8192 the policy is refused, naming the key.
-  for (const char* text : {"[filter]\ncandidate_buffer = 63\n", "[filter]\ncandidate_buffer = 8193\n"}) {
+  for (const char* text : {"[filter]\ncandidate_buffer = 63\n", "[filter]\ncandidate_buffer = 8193\n",
+                           "[filter]\nmany_rows_candidate_buffer = 63\n", "[filter]\nmany_rows_candidate_buffer = 8193\n"}) {
     SCOPED_TRACE(text);
     EXPECT_THROW(sgtopk::detail::parse_policy_string(text), std::exception);
   }
