@@ -305,7 +305,7 @@
   X(INT, many_rows_per_sm, 0, (0, 64), \
     "at least this many rows an SM take the many-rows CTA below in plans that write only the mask (0: never):\n" \
     "smaller CTAs, more of them an SM, so that their rows' serial steps overlap (fewer rows leave CTAs idle;\n" \
-    "1024 rows 3% to 16% faster, 256 rows 18% to 31% slower on the H100: off until the rows between are measured)") \
+    "off: faster at some shapes, slower at others, docs/decisions/2026-12-07-filter-many-rows-cta.md)") \
   X(INT, many_rows_block_threads, 256, (128, 1024, kPow2), \
     "threads per CTA with many rows (with many_rows_candidate_buffer 4032, four CTAs an SM)") \
   X(INT, many_rows_candidate_buffer, 4032, (64, 8192), \
